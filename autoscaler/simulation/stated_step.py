@@ -5,7 +5,7 @@ reads at a coarser step than its export's, or is refused; a row of 0 requests on
 timestamp states the step (docs/simulation.md). Offered for a step that is none of the trace's, that row made it
 absurd: 4 h of epoch milliseconds at each target's own offset were told to state a 1 s step, and read as 14.4
 million 1 s intervals (166 days) to replay. A refusal offers a row of 0 only where the trace at that step reads
-as at most `INTERVALS_PER_TIMESTAMP` intervals for each of its timestamps.
+at a sane length (`sane_at`), and a rounding only where the trace so rounded states its step (`rounding_states`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,11 @@ import numpy as np
 INTERVALS_PER_TIMESTAMP: Final = 1000
 """The most intervals a trace may read as, for each of its distinct timestamps, at a step a row of 0 states: a
 day of cron jobs every 30 min in a 60 s export is 30; milliseconds read as seconds at 1 s, thousands."""
+SPARSE_LOG_INTERVALS: Final = 7 * 86400
+"""However few its timestamps, a trace may read as this many intervals at a step a row of 0 states: a week of a
+request log at 1 s. A sparse log's rows are thousands of seconds apart (50 requests over 2 days, 3,456 1 s
+intervals each, were told only to round to their 2377 s typical gap, which no trace replays); it replays its
+172,800 intervals in seconds. Milliseconds read as seconds are months to years of them (4 h: 166 days)."""
 EXPORT_STEPS: Final = (60.0, 30.0, 15.0, 10.0, 5.0, 1.0)
 """The steps a row of 0 is offered for where rows are further apart than any interval replayed, in the order
 tried: a minute first (Azure Functions' trace, most dashboards), then the finer steps exporters use."""
@@ -25,9 +30,18 @@ tried: a minute first (Azure Functions' trace, most dashboards), then the finer 
 
 def sane_at(distinct: np.ndarray, step: float) -> bool:
     """Whether the trace whose distinct timestamps are `distinct` reads at `step` as at most
-    `INTERVALS_PER_TIMESTAMP` intervals for each of them: a row of 0 that states `step` is then worth offering."""
+    `INTERVALS_PER_TIMESTAMP` intervals for each of them, or a week of 1 s intervals (`SPARSE_LOG_INTERVALS`): a
+    row of 0 that states `step` is then worth offering."""
     intervals = math.floor(float(distinct[-1] - distinct[0]) / step) + 1
-    return intervals <= INTERVALS_PER_TIMESTAMP * len(distinct)
+    return intervals <= max(INTERVALS_PER_TIMESTAMP * len(distinct), SPARSE_LOG_INTERVALS)
+
+
+def rounding_states(distinct: np.ndarray, step: float, *, down: bool = False) -> bool:
+    """Whether the timestamps `distinct`, rounded (or floored, `down`) to `step`, have two one step apart: the
+    trace so rounded then reads at that step, as an export whose times stray does. Three requests of a sparse
+    log told to round to their 525 s typical gap were 1050 s apart once rounded, and refused again."""
+    moved = (np.floor if down else np.rint)(distinct / step)
+    return bool((np.diff(np.unique(moved)) == 1).any())
 
 
 def export_step(distinct: np.ndarray) -> float | None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from autoscaler.simulation.stated_step import export_step, sane_at
+from autoscaler.simulation.stated_step import export_step, rounding_states, sane_at
 from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, long_span_text, moment_text, seconds_text
 from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S
 
@@ -223,7 +223,8 @@ def stray_allowance(timestamps: int) -> int:
 def jitter(distinct: np.ndarray) -> tuple[float, float, float] | None:
     """(step, largest distance from its multiples, the timestamp that far off) when the distinct timestamps sit
     within a tenth of a whole-second step of that step's multiples (a scraper's times: 15 s apart give or take
-    milliseconds), else None."""
+    milliseconds) and, rounded to it, two are one step apart (`rounding_states`: three requests of a sparse log
+    were told to round to 529 s, then refused as 1058 s apart), else None."""
     if len(distinct) < 2:
         return None
     step = float(np.rint(np.median(np.diff(distinct))))
@@ -231,7 +232,9 @@ def jitter(distinct: np.ndarray) -> tuple[float, float, float] | None:
         return None
     off = np.abs(distinct - np.rint(distinct / step) * step)
     worst = int(np.argmax(off))
-    return (step, float(off[worst]), float(distinct[worst])) if off[worst] <= 0.1 * step else None
+    if off[worst] > 0.1 * step or not rounding_states(distinct, step):
+        return None
+    return step, float(off[worst]), float(distinct[worst])
 
 
 def interval_problem(distinct: np.ndarray, interval: float) -> str | None:
@@ -251,8 +254,10 @@ def interval_problem(distinct: np.ndarray, interval: float) -> str | None:
     if interval > MAX_INTERVAL_S:
         coarser = ("export at a step of 10 min or less (an autoscaler acts within minutes, which coarser rows "
                    "cannot show)")
-        step = export_step(distinct)
-        # Rows only where requests came, from jobs every half hour, read 1800 s apart in a 60 s export
+        # Rows only where requests came, from jobs every half hour, read 1800 s apart in a 60 s export; not past a
+        # month of nothing, which is refused whatever the step (`mostly_gap`): two rows a month apart were told
+        # the row of 0 for 60 s, then refused for the month.
+        step = export_step(distinct) if float(np.diff(distinct).max()) <= MOSTLY_GAP_S else None
         hint = f": {coarser}" if step is None else (
             f": if the trace's step is {step:g} s, with rows only where requests came, add a row of 0 requests "
             f"at {moment_text(start + step)} (any model) to state it; if it is an export at {interval:g} s, "
@@ -294,16 +299,36 @@ def off_grid_problem(distinct: np.ndarray, gaps: np.ndarray, interval: float, t:
     if np.abs(gaps - np.rint(gaps)).max() <= 1e-6:
         # Whole seconds on no common step (batches every 60 s, give or take 3): the smallest gap (57 s) is no
         # step of the trace. The typical gap is, for an export whose times stray; 1 s is, for a sparse trace.
-        typical = float(np.rint(np.median(gaps)))
-        rounding = (f"round every timestamp to the {typical:g} s step (pandas: .dt.round('{typical:g}s'), then sum "
-                    "by timestamp_s and model)")
-        if not sane_at(distinct, 1.0):  # rows minutes apart read as a 1 s trace: hours of empty seconds each
-            return f"{where}: the rows are typically {typical:g} s apart ({interval:g} s at the least): {rounding}"
-        return (f"{where}: the rows are typically {typical:g} s apart ({interval:g} s at the least): if the trace's "
-                f"step is 1 s (rows only where requests came), add a row of 0 requests at {seconds_text(start + 1)} "
-                f"(any model) to state it; if it is an export at about {typical:g} s whose times stray, {rounding}")
+        return f"{where}: {_whole_seconds_advice(distinct, gaps, interval)}"
     return (f"{where}: round every timestamp down to a {step:g} s step (pandas: .dt.floor('{step:g}s'), then sum by "
             "timestamp_s and model)")
+
+
+def _whole_seconds_advice(distinct: np.ndarray, gaps: np.ndarray, interval: float) -> str:
+    """The ways through for whole-second timestamps on no common step: the row of 0 for a 1 s step (rows only
+    where requests came), rounding to the typical gap (an export whose times stray), each where it leads to a
+    trace that reads (`sane_at`, `rounding_states`); where neither does (a handful of requests over months), the
+    minute. A sparse log over 2 days was told only to round to its 2377 s typical gap, then refused for it."""
+    start = float(distinct[0])
+    typical = float(np.rint(np.median(gaps)))
+    text = f"the rows are typically {typical:g} s apart ({interval:g} s at the least)"
+    keep = (f"if the trace's step is 1 s (rows only where requests came), add a row of 0 requests at "
+            f"{seconds_text(start + 1)} (any model) to state it") if sane_at(distinct, 1.0) else None
+    rounding = (f"round every timestamp to the {typical:g} s step (pandas: .dt.round('{typical:g}s'), then sum by "
+                "timestamp_s and model)") if typical <= MAX_INTERVAL_S and rounding_states(distinct, typical) else None
+    if keep and rounding:
+        return f"{text}: {keep}; if it is an export at about {typical:g} s whose times stray, {rounding}"
+    if keep or rounding:
+        return f"{text}: {keep or rounding}"
+    minute = 60.0
+    floored = np.unique(np.floor(distinct / minute)) * minute
+    pin = floored[0] + minute
+    if not sane_at(np.union1d(floored, [pin]), minute):
+        return f"{text}: too few for so long a trace at any step; cut it to the stretch to simulate"
+    stated = "" if pin in floored else (f", then add a row of 0 requests at {seconds_text(float(pin))} (any "
+                                        "model) to state the step")
+    return (f"{text}, too far apart to read at 1 s or at the typical gap: round every timestamp down to the "
+            f"{minute:g} s step (pandas: .dt.floor('{minute:g}s'), then sum by timestamp_s and model){stated}")
 
 
 def repeated_problem(t: np.ndarray, slot: np.ndarray, model: np.ndarray, models: tuple[str, ...],

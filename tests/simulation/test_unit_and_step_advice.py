@@ -9,21 +9,27 @@ was told only to export at 10 min or less, which it already was: the row of 0 th
 
 from __future__ import annotations
 
+import math
 import random
 import re
+from collections import Counter
 from pathlib import Path
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from autoscaler.simulation.trace import TraceError, read_csv
+from autoscaler.simulation.trace import Trace, TraceError, read_csv
 from tests.simulation.runs import FAILED, report, simulate, write_trace
 
 EPOCH = 1764547200  # 2025-12-01T00:00:00Z
 MILLIS = "these look like milliseconds since the epoch; divide timestamp_s by 1000"
 ROW_OF_0 = re.compile(r"add a row of 0 requests (?:for model '([^']+)' )?at (\d+(?:\.\d+)?)")
+ROUND = re.compile(r"round every timestamp (down )?to (?:the|a) (\d+) s step")
 INTERVALS_PER_TIMESTAMP = 1000
-"""The most intervals a trace may read as for each of its timestamps once a refusal's row of 0 is added."""
+"""The most intervals a trace may read as for each of its timestamps once a refusal's row of 0 is added..."""
+WEEK_AT_1S = 7 * 86400
+"""... or, for a sparse request log (a few requests a day at 1 s), a week of 1 s intervals: milliseconds read
+as seconds are months to years of them."""
 
 
 def per_target_millis(targets: int, steps: int, seed: int) -> str:
@@ -82,35 +88,104 @@ def test_an_hourly_export_on_no_whole_minute_is_told_only_to_export_finer(tmp_pa
     assert "export at a step of 10 min or less" in result.stderr and "row of 0" not in result.stderr, result.stderr
 
 
-def follow(text: str, message: str) -> str | None:
-    """The trace with the row of 0 the refusal names (for its model, or the first row's: "any model"), or None
-    where it names none."""
-    said = ROW_OF_0.search(message)
-    if said is None:
-        return None
+def with_row_of_0(text: str, said: re.Match[str]) -> str:
+    """The trace with the row of 0 a refusal names (for its model, or the first row's: "any model")."""
     model = said.group(1) or text.split(",", 2)[1]
     return text + f"{said.group(2)},{model},0\n"
+
+
+def rounded(text: str, said: re.Match[str]) -> str:
+    """The trace with every timestamp rounded (or floored, "down") to the step a refusal names, summed by
+    timestamp and model, as its pandas line does."""
+    step = int(said.group(2))
+    summed: dict[tuple[int, str], float] = {}
+    for row in text.splitlines():
+        t, model, requests = row.split(",")
+        at = step * (math.floor(float(t) / step) if said.group(1) else round(float(t) / step))
+        summed[(at, model)] = summed.get((at, model), 0.0) + float(requests)
+    return "".join(f"{t},{model},{requests:g}\n" for (t, model), requests in sorted(summed.items()))
+
+
+def follow(text: str, message: str) -> list[str]:
+    """The trace as each way through a refusal names leaves it: rounded to the step it names, with the row of 0
+    it names, or both where it says to do both ("..., then add a row of 0")."""
+    rounding, row = ROUND.search(message), ROW_OF_0.search(message)
+    if rounding and row and "then add a row of 0" in message:
+        return [with_row_of_0(rounded(text, rounding), row)]
+    return [*([rounded(text, rounding)] if rounding else []), *([with_row_of_0(text, row)] if row else [])]
+
+
+def sane_length(read: Trace, timestamps: int) -> bool:
+    """Whether a trace reads at a length a row of 0 or a rounding may lead to: `INTERVALS_PER_TIMESTAMP` for
+    each timestamp, or a sparse log's week at 1 s (`WEEK_AT_1S`)."""
+    return read.intervals <= max(INTERVALS_PER_TIMESTAMP * timestamps, WEEK_AT_1S)
+
+
+def on_a_grid(draw: st.DrawFn, millis: bool) -> str:
+    """Up to 40 rows of three models at slots of a step, each model at its own offset or not, jittered or not."""
+    slots = draw(TIMESTAMPS)
+    step = draw(st.sampled_from([1, 7, 60, 450, 1800, 86400]))
+    jitter, offsets = draw(st.sampled_from([0, 1, 3])), draw(st.booleans())
+    rng = random.Random(draw(st.integers(0, 2**16)))
+    shift = {model: rng.randint(0, step - 1) if offsets else 0 for model in "abc"}
+    times = {(EPOCH + step * slot + shift[model] + rng.randint(-jitter, jitter), model): 1 + slot % 5
+             for slot, model in slots}  # one row per model and time, however the jitter falls
+    unit = 1000 if millis else 1
+    return "".join(f"{t * unit},{model},{requests}\n" for (t, model), requests in sorted(times.items()))
+
+
+def poller_with_extras(draw: st.DrawFn) -> str:
+    """A request log of one model polled every few seconds at its own phase, and a few requests besides."""
+    every = draw(st.sampled_from([5, 10, 15, 30, 60]))
+    polls = draw(st.integers(30, 600))
+    phase = draw(st.integers(0, every - 1))
+    extras = draw(st.lists(st.integers(0, every * polls), max_size=12))
+    counts = Counter([*(EPOCH + phase + every * i for i in range(polls)), *(EPOCH + e for e in extras)])
+    return "".join(f"{t},poller,{n}\n" for t, n in sorted(counts.items()))
+
+
+def whole_minute_timers(draw: st.DrawFn) -> str:
+    """A 60 s export with rows only where a few timers or cron jobs fired, each every few minutes at its own."""
+    jobs = draw(st.lists(st.sampled_from([2, 3, 5, 6, 10, 15, 30, 60]).flatmap(
+        lambda every: st.tuples(st.just(every), st.integers(0, every - 1))), min_size=1, max_size=5, unique=True))
+    minutes = draw(st.integers(60, 2880))
+    return "".join(f"{EPOCH + 60 * minute},t{every}_{at},{1 + minute % 7}\n" for minute in range(minutes)
+                   for every, at in jobs if minute % every == at)
+
+
+def sparse_log(draw: st.DrawFn) -> str:
+    """A request log of a few requests at random seconds over days, of one to three models."""
+    days = draw(st.integers(1, 10))
+    times = draw(st.lists(st.integers(0, days * 86400), min_size=2, max_size=80, unique=True))
+    rng = random.Random(draw(st.integers(0, 2**16)))
+    return "".join(f"{EPOCH + t},{rng.choice('abc')},1\n" for t in sorted(times))
+
+
+@st.composite
+def traces(draw: st.DrawFn) -> tuple[str, str, bool]:
+    """(shape, the rows, whether in epoch milliseconds) of a trace a refusal may be given for."""
+    shape = draw(st.sampled_from(["grid", "poller with extras", "whole-minute timers", "sparse log"]))
+    millis = shape == "grid" and draw(st.booleans())
+    text = (on_a_grid(draw, millis) if shape == "grid" else poller_with_extras(draw)
+            if shape == "poller with extras" else whole_minute_timers(draw) if shape == "whole-minute timers"
+            else sparse_log(draw))
+    return shape, text, millis
 
 
 TIMESTAMPS = st.lists(st.tuples(st.integers(0, 400), st.sampled_from(["a", "b", "c"])), min_size=2, max_size=40,
                       unique=True)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(slots=TIMESTAMPS, step=st.sampled_from([1, 7, 60, 450, 1800, 86400]), jitter=st.sampled_from([0, 1, 3]),
-       offsets=st.booleans(), millis=st.booleans(), seed=st.integers(0, 2**16))
-def test_every_row_of_0_a_refusal_names_reads_the_trace_at_a_sane_length(
-        tmp_path: Path, slots: list[tuple[int, str]], step: int, jitter: int, offsets: bool, millis: bool,
-        seed: int) -> None:
-    """Whatever trace is refused with a row of 0 to add, the trace with it added is read, at no more than
-    `INTERVALS_PER_TIMESTAMP` intervals for each of its timestamps; and a trace in epoch milliseconds is told to
-    divide by 1000, never a row of 0."""
-    rng = random.Random(seed)
-    shift = {model: rng.randint(0, step - 1) if offsets else 0 for model in "abc"}
-    times = {(slot, model): EPOCH + step * slot + shift[model] + rng.randint(-jitter, jitter)
-             for slot, model in slots}
-    unit = 1000 if millis else 1
-    text = "".join(f"{t * unit},{model},{1 + slot % 5}\n" for (slot, model), t in sorted(times.items()))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(trace=traces())
+def test_every_way_through_a_refusal_reads_the_trace_at_a_sane_length(
+        tmp_path: Path, trace: tuple[str, str, bool]) -> None:
+    """Whatever trace is refused (rows on a grid or jittered or at their own offsets, a poller with a few other
+    requests, a few timers at whole minutes, a sparse log over days), each way through it the refusal names, the
+    rounding or the row of 0 or both, gives a trace that reads, at a sane length (`sane_length`): a rounding to a
+    step over 10 min, or a row of 0 refused at a sane length, was a dead end. A trace in epoch milliseconds is
+    told to divide by 1000, never a row of 0."""
+    shape, text, millis = trace
     path = tmp_path / "t.csv"
     path.write_text("timestamp_s,model,requests\n" + text)
     try:
@@ -118,14 +193,35 @@ def test_every_row_of_0_a_refusal_names_reads_the_trace_at_a_sane_length(
         return
     except TraceError as refused:
         message = str(refused)
-    event("refused " + ("ms" if millis else "with a row of 0" if ROW_OF_0.search(message) else "otherwise"))
+    fixes = follow(text, message)
+    event(f"{shape}: refused " + ("ms" if millis else "with a way through" if fixes else "otherwise"))
     if millis:
         assert MILLIS in message and "row of 0" not in message, message
         return
-    fixed = follow(text, message)
-    if fixed is None:
-        return
-    path.write_text("timestamp_s,model,requests\n" + fixed)
-    trace = read_csv(path)  # the row of 0 said makes it readable
-    distinct = len({line.split(",")[0] for line in fixed.splitlines()})
-    assert trace.intervals <= INTERVALS_PER_TIMESTAMP * distinct, (message, trace.intervals, distinct)
+    for fixed in fixes:
+        path.write_text("timestamp_s,model,requests\n" + fixed)
+        try:
+            read = read_csv(path)
+        except TraceError as again:
+            raise AssertionError(f"followed {message!r}, refused: {again}") from None
+        distinct = len({line.split(",")[0] for line in fixed.splitlines()})
+        assert sane_length(read, distinct), (message, read.intervals, distinct)
+
+
+def test_a_sparse_log_over_two_days_is_told_a_way_through_that_reads(tmp_path: Path) -> None:
+    """50 requests at random seconds over 2 days: told only "round every timestamp to the 2377 s step", their
+    typical gap, and followed, refused as "2377 s apart; intervals must be 1 s to 10 min". No rounding over 10
+    min is advised; the row of 0 for the log's 1 s step is (172,800 intervals: a 1 s day is 86,400), and the
+    trace so pinned replays every request."""
+    rng = random.Random(50)
+    times = sorted(rng.sample(range(EPOCH, EPOCH + 2 * 86400), 50))
+    rows = "".join(f"{t},llama,1\n" for t in times)
+    result = simulate(tmp_path, write_trace(tmp_path, rows))
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    said = ROUND.search(line)
+    assert said is None or int(said.group(2)) <= 600, line
+    [pinned] = follow(rows, line)
+    result = simulate(tmp_path, write_trace(tmp_path, pinned), "--policies", "mean-hpa")
+    assert result.returncode == 0, result.stderr
+    assert report(tmp_path)["trace"]["interval_s"] == 1 and report(tmp_path)["trace"]["requests"] == 50
