@@ -45,18 +45,18 @@ fill every minute of their step, while targets at their own offsets with times c
 sit at a few of the step's seconds and leave the rest without a row all trace long (12 targets every 60 s were
 read as a 1 s trace: 192 pods where 20 serve)."""
 PHASE_SPREAD: Final = 5.0
-"""How many times its rows' median distance from their phase in the step (and at least `PHASE_SLACK_S`) a
-model's row may be from that phase and still be at its one scrape offset: a scraper's jitter spreads every row
-alike (uniform within 2 s: the farthest is 2x the median; Gaussian: past 5x is one row in 10,000), while a
-request log's poller sits at one second, and a user's requests between its polls are seconds off it."""
+"""How many times its rows' median distance from their phase in the step (plus `PHASE_SLACK_S`) a model's row
+may be from that phase and still be at its one scrape offset: a scraper's jitter spreads every row alike
+(uniform: the farthest is 2x the median; Gaussian: past 5x is one row in 10,000), while a request log's poller
+sits at one second, and a user's requests between its polls are seconds off it."""
 PHASELESS: Final = 0.125
 """A model whose rows' median distance from their phase is past this share of the step sits at no one phase:
 rows at every phase of it (a client every 13 s in a trace whose step reads 7 s) are a quarter of the step off on
 median; a scraper's jitter (2 s at 15 s) an eighth at most."""
 PHASE_SLACK_S: Final = 1.5
-"""A second and a half either side of a model's phase is always that phase: times cut to whole seconds
-(`int(ts)`) move a scrape's row by one where most of the model's rows sit on one second (their median distance
-near 0), and the phase, their circular mean, sits a little off that second."""
+"""What times cut to whole seconds (`int(ts)`, `.dt.floor('1s')`) add to a scrape's distance from its phase: a
+second, where most of a model's rows sit on one second (their median distance near 0) and the rest on the next,
+and half of one, as the phase (their circular mean) sits between the seconds."""
 MINUTE_S: Final = 60.0
 """Timestamps all a whole number of minutes from the first are no scrape offsets: a scraper's offset is any
 millisecond of the step, so targets at their own offsets, even cut to whole seconds, are never all on whole
@@ -119,7 +119,7 @@ def _at_several_phases(t: np.ndarray, model: np.ndarray, step: float) -> int:
     typical = np.zeros(len(rows))
     typical[rows > 0] = off[middle]
     phaseless = typical[model] > PHASELESS * step
-    return int(((off > np.maximum(PHASE_SPREAD * typical[model], PHASE_SLACK_S)) | phaseless).sum())
+    return int(((off > PHASE_SPREAD * typical[model] + PHASE_SLACK_S) | phaseless).sum())
 
 
 def _states_its_step(t: np.ndarray, model: np.ndarray, distinct: np.ndarray, interval: float) -> bool:
