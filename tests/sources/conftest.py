@@ -1,4 +1,5 @@
-"""Fixtures of the Prometheus source's tests: a real Prometheus on backfilled samples, and the test's clock."""
+"""Fixtures of the sources' tests: a real Prometheus on backfilled samples, the test's clock, and the fake Kubernetes
+API with a client of it."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 
 import pytest
+from kubernetes.aio.client import ApiClient, Configuration
 
 from autoscaler.sources.prometheus import PrometheusSource
+from tests.fakes.kube import FakeKubeApi
 from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
 
 StartPrometheus = Callable[[Iterable[Sample]], Awaitable[PrometheusServer]]
@@ -46,3 +49,14 @@ async def sources() -> AsyncIterator[list[PrometheusSource]]:
     for source in made:
         await source.close()
 
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[tuple[FakeKubeApi, ApiClient]]:
+    """The fake Kubernetes API and a client of it (the Deployment resync's tests), closed after the test."""
+    async with FakeKubeApi() as kube:
+        settings = Configuration()
+        settings.host = kube.url
+        client = ApiClient(settings)
+        yield kube, client
+        await client.close()  # type: ignore[no-untyped-call]

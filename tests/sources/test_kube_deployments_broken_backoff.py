@@ -7,10 +7,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
 
 import pytest
-from kubernetes.aio.client import ApiClient, Configuration
+from kubernetes.aio.client import ApiClient
 
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.kube_deployments import DeploymentResync
@@ -19,16 +18,6 @@ from tests.support.waiting import eventually
 
 NS = "modelmesh-serving"
 KEY = RuntimeKey(NS, "modelmesh-serving-triton")
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[tuple[FakeKubeApi, ApiClient]]:
-    async with FakeKubeApi() as kube:
-        settings = Configuration()
-        settings.host = kube.url
-        client = ApiClient(settings)
-        yield kube, client
-        await client.close()  # type: ignore[no-untyped-call]
 
 
 def broken_backoff(failures: int) -> float:

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 
-import pytest
-from kubernetes.aio.client import ApiClient, Configuration
+from kubernetes.aio.client import ApiClient
 
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.kube_deployments import DeploymentResync
@@ -18,16 +16,6 @@ from tests.support.waiting import eventually
 
 NS = "modelmesh-serving"
 KEY = RuntimeKey(NS, "modelmesh-serving-triton")
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[tuple[FakeKubeApi, ApiClient]]:
-    async with FakeKubeApi() as kube:
-        settings = Configuration()
-        settings.host = kube.url
-        client = ApiClient(settings)
-        yield kube, client
-        await client.close()  # type: ignore[no-untyped-call]
 
 
 async def test_a_throttled_resync_waits_as_long_as_the_server_asks(api: tuple[FakeKubeApi, ApiClient]) -> None:
