@@ -26,8 +26,10 @@ they are, and a warning says what the writes wait on and how long it held. The l
 longer than a refresh (the writer had its chance), once per runtime and spell, a fleet's runtimes in one line. A
 data outage within the hold stops its clock (`_Spell.pause`), and the refresh after it holds at least once more
 (once a hold): the HPA keeps its replicas meanwhile, so the time a value is held with data stays bounded, the
-bound and two refreshes at most. Every replica holds and goes ahead, but only the one leading counts `expired`: the
-alert sums the replicas.
+bound and two refreshes at most. The refresh after an outage is judged as if it had not been there: by the value
+served and the ranking handed to the writer before it (`_handed_to`), so outages every few refreshes under load
+noise do not hold each return, which kept the replicas that run in the HPA's window and stopped scale-downs. Every
+replica holds and goes ahead, but only the one leading counts `expired`: the alert sums the replicas.
 """
 
 from __future__ import annotations
@@ -116,11 +118,13 @@ class RankingWrites(ForgetsRuntimes, Protocol):
         """Take the refresh's views as decided, before any hold: the writer must see the scale-down to hurry.
         Called after `misordered` was asked of every runtime of the refresh."""
 
-    def misordered(self, key: RuntimeKey, view: RuntimeView, removing: int, new: bool) -> CostsPending | None:
+    def misordered(self, key: RuntimeKey, view: RuntimeView, removing: int,
+                   handed: RuntimeView | None) -> CostsPending | None:
         """What waits to be written while the `removing` pods the ReplicaSet would remove are not the least
         needed by `view`'s ranking; None when they are, or nothing the writer was handed is left to write that
-        would change it. `new`: the scale-down starts (or grows) at this refresh, so the writer has not had
-        this ranking yet. A runtime it answers for has its writes made at once."""
+        would change it. `handed`: the view of the last refresh that decided this scale-down, whose ranking the
+        writer had its turn to write; None where the scale-down starts (or grows) at this refresh, so the writer
+        has not had a ranking for it yet. A runtime it answers for has its writes made at once."""
 
     def hurry_turned(self, key: RuntimeKey, view: RuntimeView, removing: int, slack: Callable[[], float]) -> bool:
         """Make the runtime's writes urgent, holding nothing, when the `removing` pods the ReplicaSet would remove
@@ -193,7 +197,9 @@ class RankingHold:
         self._turned: list[str] = []  # runtimes whose clearly turned ranking is written at once (`_hurry_turn`)
         self._told_turned: set[RuntimeKey] = set()  # runtimes whose turn the log named, until it is over
         self._removing: dict[RuntimeKey, int] = {}  # pods the decided value removed at the last refresh
+        self._handed: dict[RuntimeKey, RuntimeView] = {}  # the last view that decided a scale-down (`_handed_to`)
         self._undecided: set[RuntimeKey] = set()  # runtimes whose last refresh decided no replica count
+        self._served_before_outage: dict[RuntimeKey, RuntimeView] = {}  # of the `_undecided`: served before
 
     def hold(self, view: RuntimeView, before: RuntimeView | None, now: float, writes: RankingWrites,
              policy: RuntimePolicy) -> RuntimeView:
@@ -209,21 +215,20 @@ class RankingHold:
             # refused, and restarted its bound. Its clock stops meanwhile: running on, every runtime held when a
             # Prometheus outage started went ahead together at the first refresh with data, before the writer
             # had that refresh's ranking.
+            if key not in self._undecided and before is not None:
+                self._served_before_outage[key] = before
             self._undecided.add(key)
             if (paused := self._spells.get(key)) is not None:
                 paused.pause(now)
             return view
         undecided = key in self._undecided
         self._undecided.discard(key)
+        if undecided:  # what the HPA read last is what was served before the outage (it read 503 meanwhile)
+            before = self._served_before_outage.pop(key, None)
         earlier = before.values.get(_DESIRED) if before is not None else None
         floor = float(current) if earlier is None or earlier.value is None else min(earlier.value, float(current))
         removing = current - math.ceil(served.value)  # as the HPA rounds it
-        # After a refresh that decided nothing the writer was handed no ranking of the pods it missed: news.
-        new = removing > self._removing.get(key, 0) or undecided
-        if removing > 0:
-            self._removing[key] = removing
-        else:
-            self._removing.pop(key, None)
+        handed = self._handed_to(view, removing)
         if removing <= 0:  # no pod would go
             self._spells.pop(key, None)
             self._told_turned.discard(key)
@@ -234,7 +239,7 @@ class RankingHold:
                 self._told_turned.add(key)
             self._hurry_turn(view, removing, writes, policy)
             return view
-        pending = writes.misordered(key, view, removing, new)
+        pending = writes.misordered(key, view, removing, handed)
         if pending is None:
             spell = self._spells.pop(key, None)
             if spell is not None and spell.warned:
@@ -277,6 +282,23 @@ class RankingHold:
             view, values={**view.values, _DESIRED: ServedValue(floor, served.raw, served.timestamp)}, held=held,
             reason=f"{view.reason}; {part}" if view.reason else part)
 
+    def _handed_to(self, view: RuntimeView, removing: int) -> RuntimeView | None:
+        """The view whose ranking the writer was last handed for this scale-down (remembering `view` for the next
+        refresh), or None where it starts or grows now. Across refreshes that decided nothing (their data stale),
+        the one before them: taken as news, the first refresh with data after each outage was judged by its own
+        exact ranking, load noise held it, each hold put the replicas that run back into the HPA's window, and
+        outages every few refreshes stopped scale-downs for good. A misorder the writer has not fixed (its writes
+        refused) was in that view too, and still holds."""
+        key = view.key
+        was = self._handed.pop(key, None)
+        handed = was if removing <= self._removing.get(key, 0) else None
+        if removing > 0:
+            self._removing[key] = removing
+            self._handed[key] = view
+        else:
+            self._removing.pop(key, None)
+        return handed
+
     def _hurry_turn(self, view: RuntimeView, removing: int, writes: RankingWrites, policy: RuntimePolicy) -> None:
         """A scale-down not held whose ranking clearly turned (the load moved onto a pod the ReplicaSet would
         remove): its costs are written at the writer's next pass, not at each pod's minute. Only a turn beyond
@@ -297,7 +319,9 @@ class RankingHold:
         scale-down starts now (`autoscaler.forgetting`)."""
         self._spells.pop(key, None)
         self._removing.pop(key, None)
+        self._handed.pop(key, None)
         self._undecided.discard(key)
+        self._served_before_outage.pop(key, None)
         self._told_turned.discard(key)
 
     def flush(self) -> None:

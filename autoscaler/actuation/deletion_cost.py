@@ -154,11 +154,12 @@ class DeletionCostWriter:
         self._generation += 1
         self._wake.set()
 
-    def misordered(self, key: RuntimeKey, view: RuntimeView, removing: int, new: bool) -> CostsPending | None:
+    def misordered(self, key: RuntimeKey, view: RuntimeView, removing: int,
+                   handed: RuntimeView | None) -> CostsPending | None:
         """What a scale-down removing `removing` pods waits on (`autoscaler.ranking_hold`), or None: when the pods
-        the ReplicaSet would remove by the costs on them are among the least needed by `view`'s ranking; when the
-        scale-down is not `new` (it was there at the last refresh) and they are among the least needed by the
-        ranking of the last refresh, which the writer had its turn to write (a newer ranking's moves are load
+        the ReplicaSet would remove by the costs on them are among the least needed by `view`'s ranking; when they
+        are among the least needed by `handed`'s ranking (the last refresh that decided the scale-down, across
+        refreshes without data: the writer had its turn to write it) (a newer ranking's moves are load
         noise, written at the pod's minute: waiting for them held every scale-down under noise); and when
         nothing can be known (a runtime outside `--namespaces`; a replica not leading, without the pod watch: a
         targets file). The costs on the pods: what this replica wrote while leading, else the pod watch's.
@@ -176,7 +177,6 @@ class DeletionCostWriter:
         slack = 0 if leading else COST_SPACING
         carried = self._carried_by(key, view, leading)
         misplaced = misplaced_removals(_pod_costs(view, carried), removing, slack)
-        handed = self._latest.get(key) if self._latest is not None and not new else None
         if handed is not None and not misplaced_removals(_pod_costs(handed, carried), removing, slack):
             return None
         unwritten = [name for name, ready, fresh, cost in view.pods.deletion_costs()
