@@ -29,7 +29,9 @@ data outage within the hold stops its clock (`_Spell.pause`), and the refresh af
 bound and two refreshes at most. The refresh after an outage is judged as if it had not been there: by the value
 served and the ranking handed to the writer before it (`_handed_to`), so outages every few refreshes under load
 noise do not hold each return, which kept the replicas that run in the HPA's window and stopped scale-downs. Every
-replica holds and goes ahead, but only the one leading counts `expired`: the alert sums the replicas.
+replica holds and goes ahead, but only the one leading counts `expired`: the alert sums the replicas. Each replica
+times its own hold, so a hand-over between live replicas within a hold's last refresh may count it 0 or 2 times;
+the log names every one.
 """
 
 from __future__ import annotations
