@@ -7,13 +7,13 @@ requests/s, a 40-minute outage without rows flipped the verdict (mean-hpa scaled
 traffic after it: 3.1% of requests delayed became 48%) with no word, and 3% of the minutes lost went unnamed.
 
 A stretch is not named where it is the trace's own shape rather than loss: shorter than the HPA's sync (a policy
-cannot scale down through it; bursty 1 s traffic has seconds of nothing), between single rows (a report job's
-rows every 15 minutes through an evening), or one of a rhythm, judged among all the silences in traffic busy on
-average, not only those each of whose neighbours is: silences as long on a schedule, starting or ending a
-period from another (a batch every 10 minutes, a batch each hour that ends when it is done), or silences
-that are a fifth of the trace's time (a model on and off by the half minute). Minutes lost off the schedule
-(inside a batch's runs) are named. How many silences there are says nothing: six lost minutes went unsaid where
-five were named, and twelve collector restarts where six were.
+cannot scale down through it; bursty 1 s traffic has seconds of nothing), between single rows (a report job's rows
+every 15 minutes through an evening), or one of a rhythm, judged among all the silences in traffic busy on average,
+not only those each of whose neighbours is: silences as long on a schedule (its period found among all the silences
+as long, busy around or not), starting or ending a period from another (a batch every 10 minutes, a batch each hour
+that ends when it is done), or silences that are a fifth of the trace's time (a model on and off by the half
+minute). Minutes lost off the schedule (inside a batch's runs) are named. How many silences there are says nothing:
+six lost minutes went unsaid where five were named, and twelve collector restarts where six were.
 """
 
 from __future__ import annotations
@@ -117,8 +117,9 @@ def unlike_the_rest(first: np.ndarray, lengths: np.ndarray, judged: np.ndarray, 
     long_enough = judged & (lengths * interval_s >= SYNC_PERIOD_S)
     for length in np.unique(lengths[long_enough]):  # shorter ones are not named, rhythm or not
         these = judged & (lengths == length)
-        peers = np.flatnonzero(judged & (lengths >= length / 2))
-        scheduled = _on_schedule(first, peers) | _on_schedule(first + lengths, peers)
+        kin = lengths >= length / 2
+        peers, everyone = np.flatnonzero(judged & kin), np.flatnonzero(kin)
+        scheduled = _on_schedule(first, peers, everyone) | _on_schedule(first + lengths, peers, everyone)
         if scheduled.any():
             rhythm[peers] |= scheduled & these[peers]
         else:
@@ -126,16 +127,19 @@ def unlike_the_rest(first: np.ndarray, lengths: np.ndarray, judged: np.ndarray, 
     return long_enough & ~rhythm
 
 
-def _on_schedule(at: np.ndarray, peers: np.ndarray) -> np.ndarray:
+def _on_schedule(at: np.ndarray, peers: np.ndarray, kin: np.ndarray) -> np.ndarray:
     """Which of the `peers` (indices into `at`: the slots where the silences start, or end, in order) keep a
     schedule: another silence, any of the trace's, a period before or after, give or take `SPACED_WITHIN` of it,
     where `SPACED_SHARE` of the peers or more do (the silences an hourly batch's longest runs leave are under
-    half as long as those its shortest leave, and still on the hour). The period is the peers' most common
-    spacing, not the median: minutes lost inside a batch's runs split the spacings they fall in. Lost scrapes
-    fall where they fall: few have another a period away. None where there are fewer than `RHYTHM_COUNT` peers."""
-    if len(peers) < RHYTHM_COUNT:
+    half as long as those its shortest leave, and still on the hour). The period is the most common spacing of
+    the `kin` (all the trace's silences as long as the peers, busy around or not), not the median: minutes lost
+    inside a batch's runs split the spacings they fall in; and not of the peers alone: a job on 2 minutes of
+    every 13 at 15 requests a minute left few silences busy on average around them, spaced by chance 26 or 39
+    minutes apart, and its rhythm went unseen. Lost scrapes fall where they fall: few have another a period
+    away. None where there are fewer than `RHYTHM_COUNT` kin."""
+    if len(kin) < RHYTHM_COUNT or not len(peers):
         return np.zeros(len(peers), dtype=bool)
-    period = int(np.argmax(np.bincount(np.diff(at[peers]))))
+    period = int(np.argmax(np.bincount(np.diff(at[kin]))))
     within = int(SPACED_WITHIN * period)
     partnered = np.zeros(len(peers), dtype=bool)
     for shift in (-period, period):
