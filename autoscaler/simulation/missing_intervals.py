@@ -60,10 +60,7 @@ def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float, lost: Lo
     written with requests empty, NaN or null, named by their own warning: their intervals are not named again."""
     has_rows = np.zeros(trace.intervals, dtype=bool)
     has_rows[trace.slot] = True
-    written = has_rows.copy()  # an interval the export wrote, with or without a value
-    written[lost.slot] = True
-    edges = np.flatnonzero(np.diff(written.astype(np.int8)))  # the first slot and the last have rows
-    first, after = edges[0::2] + 1, edges[1::2] + 1  # each stretch without rows: [first, after)
+    first, after = silences_between_rows(has_rows, lost)
     if not len(first):
         return []
     load = np.bincount(trace.slot, weights=trace.requests, minlength=trace.intervals)
@@ -95,6 +92,20 @@ def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float, lost: Lo
             "scale down through it and meet the traffic after it with too few pods. "
             "If data is missing there (a collector down, scrapes lost), fill those intervals (from another export, "
             "or with the rows around them) or cut the trace at them; if the traffic did stop there, ignore this"]
+
+
+def silences_between_rows(has_rows: np.ndarray, lost: LostCells) -> tuple[np.ndarray, np.ndarray]:
+    """Each stretch without a row with requests between two that have one, [first, after), judged across the
+    rows written without a value (`lost`): one NaN row per model inside a 50-minute outage split it into two
+    silences that each ended at a row, and the outage went unnamed. A stretch that is nothing but such rows is
+    left out: their own warning names them, and they are no silence of the trace's."""
+    with_rows = np.flatnonzero(has_rows)
+    first, after = with_rows[:-1] + 1, with_rows[1:]
+    lost_here = np.zeros(len(has_rows), dtype=bool)
+    lost_here[lost.slot] = True
+    running = np.concatenate([[0], np.cumsum(lost_here)])
+    kept = (after > first) & (running[after] - running[first] < after - first)
+    return first[kept], after[kept]
 
 
 def unlike_the_rest(first: np.ndarray, lengths: np.ndarray, judged: np.ndarray, interval_s: float,

@@ -44,8 +44,8 @@ def silent_model_notes(trace: Trace, lines: Sequence[int], lost: LostCells = NO_
     """One warning naming the models whose rows stop for `LONG_S` or more inside their busy traffic while the
     other models report: the longest such silence (the model, how long, its rows either side, the line after
     it), the others' models, how many and how long in all, and what to do. `lost`: the rows written with
-    requests empty, NaN or null, named by their own warning: they count as rows here (their traffic left out), so
-    the same intervals are not named twice."""
+    requests empty, NaN or null, named by their own warning: a silence is judged across them, and one that is
+    nothing but them is theirs alone; around a silence they count as rows (their traffic left out)."""
     slot, model, requests = trace.slot, trace.model, trace.requests
     lost_lines = lost.line[lost.model >= 0]
     if len(lost_lines):
@@ -54,15 +54,16 @@ def silent_model_notes(trace: Trace, lines: Sequence[int], lost: LostCells = NO_
         requests = np.concatenate([requests, np.full(len(lost_lines), np.inf)])  # no traffic to judge: left out
     order = np.lexsort((slot, model))
     slot, model, requests = slot[order], model[order], requests[order]
-    last = np.flatnonzero((model[1:] == model[:-1]) & (np.diff(slot) > 1))  # row before each silence
+    last, next_ = _silences(slot, model, requests)  # the rows with requests either side of each silence
     # the cheap tests first: a trace of 5,000 models has many silences, most of quiet models
-    last = last[(requests[last] >= BUSY_REQUESTS) & (requests[last + 1] >= BUSY_REQUESTS)]
-    first, after = slot[last] + 1, slot[last + 1]  # each silence: [first, after) of model[last]
+    kept = (requests[last] >= BUSY_REQUESTS) & (requests[next_] >= BUSY_REQUESTS)
+    last, next_ = last[kept], next_[kept]
+    first, after = slot[last] + 1, slot[next_]  # each silence: [first, after) of model[last]
     busy = ((after - first) * trace.interval_s >= LONG_S) & _others_report(trace, first, after)
-    last, first, after = last[busy], first[busy], after[busy]
-    busy = _busy_either_side(slot, model, requests, last) & _rows_around(slot, model, last, first, after,
-                                                                          trace.intervals)
-    last, first, after = last[busy], first[busy], after[busy]
+    last, next_, first, after = last[busy], next_[busy], first[busy], after[busy]
+    busy = _busy_either_side(slot, model, requests, last, next_) & _rows_around(slot, model, last, first, after,
+                                                                                 trace.intervals)
+    last, next_, first, after = last[busy], next_[busy], first[busy], after[busy]
     if not len(last):
         return []
     named = np.zeros(len(last), dtype=bool)
@@ -72,16 +73,29 @@ def silent_model_notes(trace: Trace, lines: Sequence[int], lost: LostCells = NO_
                                     trace.intervals)  # judged among this model's own silences
     if not named.any():
         return []
-    row_after = order[last[named] + 1]  # the row after each silence, as read: the trace's, then those lost
-    line_after = [lines[row] if row < len(lines) else int(lost_lines[row - len(lines)]) for row in row_after]
+    line_after = [lines[row] for row in order[next_[named]]]  # a row with requests: one of the trace's
     return [_warning(trace, model[last[named]], first[named], after[named], line_after)]
 
 
-def _busy_either_side(slot: np.ndarray, model: np.ndarray, requests: np.ndarray, last: np.ndarray) -> np.ndarray:
-    """Whether the model had rows in nearly every one of the `AROUND` intervals before its silence (ending at row
-    `last`) and after it, each with `BUSY_REQUESTS` or more (rows without a value left out of that)."""
+def _silences(slot: np.ndarray, model: np.ndarray, requests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows with requests before and after each of a model's silences (its rows sorted by model and slot, those
+    without a value as `inf`): judged across its rows without a value, as one NaN row in the middle of a target's
+    40 minutes down split them into two silences under the scale-down window, and none was named. A silence
+    that is nothing but such rows is left to their own warning."""
+    valued = np.flatnonzero(np.isfinite(requests))
+    before, after = valued[:-1], valued[1:]
+    apart = slot[after] - slot[before] - 1  # intervals between them
+    silent = (model[after] == model[before]) & (apart > 0) & (after - before - 1 < apart)  # not all rows lost
+    return before[silent], after[silent]
+
+
+def _busy_either_side(slot: np.ndarray, model: np.ndarray, requests: np.ndarray, last: np.ndarray,
+                      next_: np.ndarray) -> np.ndarray:
+    """Whether the model had rows in nearly every one of the `AROUND` intervals before its silence (from row
+    `last` to row `next_`) and after it, each with `BUSY_REQUESTS` or more (rows without a value left out of
+    that)."""
     busy = np.ones(len(last), dtype=bool)
-    for side, edge in ((-1, last), (1, last + 1)):
+    for side, edge in ((-1, last), (1, next_)):
         near = np.zeros(len(last), dtype=np.int64)
         for step in range(AROUND):
             row = np.clip(edge + side * step, 0, len(slot) - 1)
