@@ -286,8 +286,8 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     notes = [f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
              f"{', '.join(others)}"] if others else []
     notes += lost.notes(read, trace.models)
-    notes += gap_notes(trace, ordered_lines)
     cells = lost.cells(trace)
+    notes += gap_notes(trace, ordered_lines, cells)
     notes += missing_notes(trace, ordered_lines, QUIET_GAP_S, cells)
     notes += silent_model_notes(trace, ordered_lines, cells)
     notes += step_notes(trace, ordered_lines)

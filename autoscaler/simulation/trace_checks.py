@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
+from autoscaler.simulation.missing_intervals import silences_between_rows
 from autoscaler.simulation.stated_step import export_step, rounding_states, sane_at
 from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, long_span_text, moment_text, seconds_text
-from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S
+from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S, NO_CELLS, LostCells
 
 if TYPE_CHECKING:
     from autoscaler.simulation.trace import Trace
@@ -26,21 +27,26 @@ QUIET_GAP_S: Final = 3600.0
 """A stretch this long without a row for any model is named: more often missing data than no traffic."""
 
 
-def gap_notes(trace: Trace, lines: Sequence[int]) -> list[str]:
+def gap_notes(trace: Trace, lines: Sequence[int], lost: LostCells = NO_CELLS) -> list[str]:
     """The longest stretch without a row, if any is past QUIET_GAP_S: an absent row is replayed as no requests,
     which is right for a quiet model and wrong for data that is missing (a collector down, exports pasted
-    together), and the report cannot tell the two apart."""
-    slots = np.unique(trace.slot)
-    gaps = np.diff(slots) * trace.interval_s
+    together), and the report cannot tell the two apart. `lost`: rows written with requests empty, NaN or null,
+    as `missing_notes` has them: a stretch is judged across them, and one that is nothing but them is named by
+    their own warning alone (a 90-minute block of NaN rows was said twice, the second time as "cut the trace at
+    the gap")."""
+    has_rows = np.zeros(trace.intervals, dtype=bool)
+    has_rows[trace.slot] = True
+    first, after = silences_between_rows(has_rows, lost)
+    gaps = (after - first + 1) * trace.interval_s  # row to row
     long = np.flatnonzero(gaps > QUIET_GAP_S)
     if not len(long):
         return []
     widest = int(long[np.argmax(gaps[long])])
-    before, after = (trace.start_s + float(slots[i]) * trace.interval_s for i in (widest, widest + 1))
-    line = lines[int(np.flatnonzero(trace.slot == slots[widest + 1])[0])]
+    before, after_s = (trace.start_s + float(slot) * trace.interval_s for slot in (first[widest] - 1, after[widest]))
+    line = lines[int(np.flatnonzero(trace.slot == after[widest])[0])]
     more = f" ({len(long)} such gaps, this the longest)" if len(long) > 1 else ""
-    return [f"no rows for {(after - before - trace.interval_s) / 3600:.3g} h between the rows at "
-            f"{moment_text(before)} and at {moment_text(after)} (line {line}){more}: replayed as no requests at "
+    return [f"no rows for {(after_s - before - trace.interval_s) / 3600:.3g} h between the rows at "
+            f"{moment_text(before)} and at {moment_text(after_s)} (line {line}){more}: replayed as no requests at "
             "all; if data is missing there rather than traffic, cut the trace at the gap"]
 
 

@@ -81,3 +81,19 @@ def test_a_busy_models_silence_entirely_of_nan_rows_is_named_by_their_warning_al
     notes = read_csv(write_trace(tmp_path, rows)).notes
     assert [note for note in notes if "40 of 2,160 rows have requests empty, NaN or null" in note], notes
     assert not [note for note in notes if "no rows" in note], notes
+
+
+def test_a_nan_block_over_an_hour_is_said_once(tmp_path: Path) -> None:
+    """Ninety minutes written as NaN for every model: their warning names them, and no second warning calls them
+    "no rows for 1.5 h ... cut the trace at the gap"."""
+    result = simulate(tmp_path, write_trace(tmp_path, busy_models(range(300, 390), set(range(300, 390)))),
+                      "--policies", "mean-hpa")
+    assert result.returncode == 0, result.stderr
+    assert "270 of 2,160 rows have requests empty, NaN or null" in result.stderr, result.stderr
+    assert "no rows for" not in result.stderr, result.stderr
+
+
+def test_an_outage_over_an_hour_with_one_nan_row_is_still_a_gap(tmp_path: Path) -> None:
+    """Ninety minutes without rows but one NaN row per model in the middle: a gap of 1.5 h, named as one."""
+    [note] = notes_of(tmp_path, busy_models(range(300, 390), {345}), "no rows for")
+    assert "no rows for 1.5 h between the rows at 1764565140 (2025-12-01T04:59:00Z)" in note, note
