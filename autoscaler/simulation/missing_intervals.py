@@ -147,13 +147,17 @@ def _on_schedule(at: np.ndarray, peers: np.ndarray, kin: np.ndarray) -> np.ndarr
     inside a batch's runs split the spacings they fall in; and not of the peers alone: a job on 2 minutes of
     every 13 at 15 requests a minute left few silences busy on average around them, spaced by chance 26 or 39
     minutes apart, and its rhythm went unseen. Lost scrapes fall where they fall: few have another a period
-    away. None where there are fewer than `RHYTHM_COUNT` kin."""
+    away. None where fewer than `RHYTHM_COUNT` kin keep it."""
     if len(kin) < RHYTHM_COUNT or not len(peers):
         return np.zeros(len(peers), dtype=bool)
     period = int(np.argmax(np.bincount(np.diff(at[kin]))))
     within = int(SPACED_WITHIN * period)
-    partnered = np.zeros(len(peers), dtype=bool)
+    partnered = np.zeros(len(kin), dtype=bool)
     for shift in (-period, period):
-        lowest = np.searchsorted(at, at[peers] + shift - within, side="left")
-        partnered |= np.searchsorted(at, at[peers] + shift + within, side="right") > lowest
-    return partnered if partnered.mean() >= SPACED_SHARE else np.zeros(len(peers), dtype=bool)
+        lowest = np.searchsorted(at, at[kin] + shift - within, side="left")
+        partnered |= np.searchsorted(at, at[kin] + shift + within, side="right") > lowest
+    ours = partnered[np.isin(kin, peers)]
+    # a schedule is kept by RHYTHM_COUNT silences or more: four of five minutes lost at random were 71 minutes
+    # from another by chance, and the five were taken for a rhythm and only one named
+    kept = partnered.sum() >= RHYTHM_COUNT and ours.mean() >= SPACED_SHARE
+    return ours if kept else np.zeros(len(peers), dtype=bool)
