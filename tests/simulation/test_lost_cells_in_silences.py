@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from autoscaler.simulation.trace import read_csv
 from tests.simulation.runs import simulate, write_trace
@@ -56,6 +58,18 @@ def test_an_outage_partly_of_nan_rows_is_named_whole(tmp_path: Path, nan: set[in
     [note] = notes_of(tmp_path, busy_models(range(300, 350), nan), "no rows at all")
     assert "no rows at all for 50 min between the rows at 1764565140 (2025-12-01T04:59:00Z)" in note, note
     assert "such stretches" not in note, note
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(length=st.integers(20, 55), data=st.data())
+def test_an_outage_with_any_nan_rows_short_of_all_is_named_whole(tmp_path: Path, length: int,
+                                                                  data: st.DataObject) -> None:
+    """However many of an outage's minutes are NaN rows, and wherever, short of all of them: named as the whole
+    outage, between the rows either side."""
+    minutes = range(300, 300 + length)
+    nan = data.draw(st.sets(st.sampled_from(minutes), max_size=length - 1), label="nan")
+    [note] = notes_of(tmp_path, busy_models(minutes, nan), "no rows at all")
+    assert f"no rows at all for {length} min between the rows at 1764565140 (2025-12-01T04:59:00Z)" in note, note
 
 
 def test_a_stretch_entirely_of_nan_rows_is_named_by_their_warning_alone(tmp_path: Path) -> None:
