@@ -134,6 +134,10 @@ class RankingWrites(ForgetsRuntimes, Protocol):
         the costs are misplaced: it reads every pod); True when it did."""
 
 
+_FAILING: Final = frozenset({HoldReason.REFUSED, HoldReason.THROTTLED, HoldReason.NO_ANSWER})
+"""The waits that name something to fix, as against the writer's turn (`queued`) or the leader's (`leader`)."""
+
+
 @dataclass(slots=True)
 class _Spell:
     """One runtime's hold, from the refresh that first held it until its costs are on the pods."""
@@ -148,10 +152,12 @@ class _Spell:
     paused_s: float = 0.0
     """The outages' time within the hold, said with its length."""
     before_outage: CostsPending | None = None
-    """What the writes waited on when the last outage started: after it they may read `queued` (the writer has not
-    tried since) where they waited on a refusal, and the log named nothing to fix."""
-    judged: CostsPending | None = None
-    """What the writes waited on at the last refresh that judged it."""
+    """What the writes last failed on when the last outage started: after it they may read `queued` (the writer has
+    not tried since) where they waited on a refusal, and the log named nothing to fix."""
+    failed: CostsPending | None = None
+    """What the writes waited on at the last refresh that judged them failing (refused, throttled, no answer). Not
+    the last judged alone: a refresh between the writer's tries reads `queued`, and when the outage began right after
+    one, the cause seen a refresh earlier was lost (a CI run's 'held ... (queued)' with the 503s unnamed)."""
     graced: bool = False
     """A refresh after an outage held it past the bound, once: the writer had not been handed its ranking."""
 
@@ -159,7 +165,7 @@ class _Spell:
         """A refresh decided nothing (its data stale): the HPA keeps its replicas, so the hold's clock stops."""
         if self.paused_at is None:
             self.paused_at = now
-            self.before_outage = self.judged
+            self.before_outage = self.failed
 
     def resume(self, now: float) -> None:
         """A refresh decides again: the outage's time is not the hold's."""
@@ -170,7 +176,8 @@ class _Spell:
 
     def waiting_on(self, pending: CostsPending) -> CostsPending:
         """`pending`, and what the writes waited on before an outage where only queued now: the cause to fix."""
-        self.judged = pending
+        if pending.reason in _FAILING:
+            self.failed = pending
         before = self.before_outage
         if pending.reason is not HoldReason.QUEUED or before is None or before.reason is HoldReason.QUEUED:
             return pending

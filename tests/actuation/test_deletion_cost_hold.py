@@ -71,8 +71,9 @@ class Cluster:
     """The adapter (refresher, writer wired by the actuator, API) over the fake Kubernetes API, time stepped."""
 
     def __init__(self, kube: FakeKubeApi, api: TestClient[Any, Any], refresher: Refresher, source: LoadSource,
-                 clock: SteppedClock) -> None:
+                 clock: SteppedClock, writer: DeletionCostWriter | None = None) -> None:
         self.kube, self.api, self.refresher, self.source, self.clock = kube, api, refresher, source, clock
+        self.writer = writer
 
     async def refresh(self, after_s: float = 15.0) -> None:
         self.clock.advance(after_s)
@@ -115,6 +116,13 @@ class Cluster:
     def patched(self, pod: str) -> int:
         return sum(1 for patch in self.kube.patches if patch.name == pod)
 
+    def refused(self, pod: str) -> bool:
+        """Whether the writer has taken in a refusal of `pod`'s PATCH: the fake API counts a PATCH as it comes
+        (`patched`), and the writer reads the answer after, so a refresh between the two still reads `queued`."""
+        assert self.writer is not None, "a Cluster made with its writer"
+        record = self.writer.records.get((KEY.namespace, pod))
+        return record is not None and bool(record.failures) and record.refused is not None
+
 
 async def holds_counted(api: TestClient[Any, Any]) -> dict[str, float]:
     """`modelmesh_autoscaler_scale_down_holds_total` by reason, as Prometheus scrapes it from `api`'s /metrics:
@@ -138,7 +146,7 @@ async def cluster(kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: An
     actuator.start()
     api = await aiohttp_client(build_api_app(refresher, metrics))
     try:
-        world = Cluster(kube, api, refresher, source, clock)
+        world = Cluster(kube, api, refresher, source, clock, writer)
         await world.refresh(0.0)
         await world.until(lambda: None not in world.costs().values(), "wrote the first costs")
         assert await world.served() == 3.0

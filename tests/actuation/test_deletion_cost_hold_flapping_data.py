@@ -18,15 +18,19 @@ from typing import Any
 
 import pytest
 
-from autoscaler.api.app import build_api_app
 from autoscaler.kube.client import KubeClient
 from autoscaler.ranking_hold import EXPIRED
-from autoscaler.simulation.hpa import SYNC_PERIOD_S, HorizontalPodAutoscaler, HpaPod, HpaSpec, MetricSpec
-from tests.actuation.conftest import SteppedClock, add_pods, refresher_writing_costs
+from autoscaler.simulation.hpa import SYNC_PERIOD_S, HpaPod
+from tests.actuation.conftest import add_pods
 from tests.actuation.fleet_load import FleetLoad
 from tests.actuation.test_deletion_cost_hold import DESIRED as DESIRED_URL
-from tests.actuation.test_deletion_cost_hold import T0, Cluster
-from tests.actuation.test_deletion_cost_hold_hpa_noise import DEFAULT, DESIRED, LATE_SYNCS, WINDOW_SYNCS
+from tests.actuation.test_deletion_cost_hold_hpa_noise import (
+    DEFAULT,
+    DESIRED,
+    LATE_SYNCS,
+    WINDOW_SYNCS,
+    started_at_full_load,
+)
 from tests.fakes.kube import FakeKubeApi
 
 OUTAGE_SYNCS = 2
@@ -70,17 +74,9 @@ async def test_data_that_comes_and_goes_under_load_noise_does_not_stop_the_scale
     scaled_at: list[int | None] = []
     expired: list[float] = []
     for run in range(flap.runs):
-        clock = SteppedClock(T0)
         source = FleetLoad(names)
-        refresher, writer, metrics = refresher_writing_costs(source, DEFAULT, kube_client, clock)
-        source.load = dict.fromkeys(names, 98.0)  # every replica needed: the HPA starts at the pods that run
-        api = await aiohttp_client(build_api_app(refresher, metrics))
-        await refresher.refresh_once()
-        await writer.sync()
-        cluster = Cluster(kube, api, refresher, source, clock)  # type: ignore[arg-type]  # any source will do
-        hpa = HorizontalPodAutoscaler(HpaSpec((MetricSpec(DESIRED, "External", "AverageValue", 1.0),),
-                                              max_replicas=flap.pods))
-        assert hpa.sync(clock(), flap.pods, hpa_pods, {DESIRED: await cluster.served()}).desired == flap.pods
+        clock, writer, api, cluster, hpa = await started_at_full_load(kube, kube_client, aiohttp_client, source,
+                                                                      names, DEFAULT)
         rates = random.Random(run)
         trace = ""
         scaled_at.append(None)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from autoscaler.actuation.deletion_cost import DeletionCostWriter
 from autoscaler.api.app import build_api_app
 from autoscaler.kube.client import KubeClient
 from autoscaler.names import ServedMetric
@@ -37,6 +38,28 @@ LATE_SYNCS = 2
 """How many syncs past the window the first scale-down may come: the window counts from the first lower value."""
 DESIRED = ServedMetric.DESIRED_REPLICAS.value
 DEFAULT = RuntimePolicy(target_rps_per_pod=100.0, scale_down_tau_s=0.0)
+
+
+RunStart = tuple[SteppedClock, DeletionCostWriter, Any, Cluster, HorizontalPodAutoscaler]
+"""A run's stepped clock, deletion-cost writer, API client, cluster and HPA."""
+
+
+async def started_at_full_load(kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: Any, source: FleetLoad,
+                               names: list[str], policy: RuntimePolicy) -> RunStart:
+    """One run's start: the real refresher and writer behind the API, every pod (`names`) of `source` needed, and the
+    simulator's HPA (default behaviour) reading `modelmesh_desired_replicas` at the pods that run."""
+    clock = SteppedClock(T0)
+    refresher, writer, metrics = refresher_writing_costs(source, policy, kube_client, clock)
+    source.load = dict.fromkeys(names, 98.0)  # every replica needed: the HPA starts at the pods that run
+    api = await aiohttp_client(build_api_app(refresher, metrics))
+    await refresher.refresh_once()
+    await writer.sync()
+    cluster = Cluster(kube, api, refresher, source, clock)  # type: ignore[arg-type]  # any source will do
+    pods = len(names)
+    hpa = HorizontalPodAutoscaler(HpaSpec((MetricSpec(DESIRED, "External", "AverageValue", 1.0),), max_replicas=pods))
+    ready = [HpaPod(name, ready=True) for name in names]
+    assert hpa.sync(clock(), pods, ready, {DESIRED: await cluster.served()}).desired == pods
+    return clock, writer, api, cluster, hpa
 
 
 @dataclass(frozen=True)
@@ -78,17 +101,9 @@ async def test_under_load_noise_an_hpa_with_the_default_stabilization_scales_dow
     scaled_at: list[int | None] = []
     held_refreshes: list[int] = []
     for run in range(noise.runs):
-        clock = SteppedClock(T0)
         source = FleetLoad(names, cache_fill=noise.cache_fill, gpu_tracks_load=noise.gpu_tracks_load)
-        refresher, writer, metrics = refresher_writing_costs(source, noise.policy, kube_client, clock)
-        source.load = dict.fromkeys(names, 98.0)  # every replica needed: the HPA starts at the pods that run
-        api = await aiohttp_client(build_api_app(refresher, metrics))
-        await refresher.refresh_once()
-        await writer.sync()
-        cluster = Cluster(kube, api, refresher, source, clock)  # type: ignore[arg-type]  # any source will do
-        hpa = HorizontalPodAutoscaler(HpaSpec((MetricSpec(DESIRED, "External", "AverageValue", 1.0),),
-                                              max_replicas=noise.pods))
-        assert hpa.sync(clock(), noise.pods, hpa_pods, {DESIRED: await cluster.served()}).desired == noise.pods
+        clock, writer, api, cluster, hpa = await started_at_full_load(kube, kube_client, aiohttp_client, source,
+                                                                      names, noise.policy)
         rates = random.Random(run)
         scaled_at.append(None)
         held = 0

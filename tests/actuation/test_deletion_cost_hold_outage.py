@@ -38,7 +38,7 @@ async def test_a_hold_open_when_data_stops_still_holds_when_it_returns(cluster: 
     for _ in range(held_before):
         await cluster.refresh()
         assert await cluster.served() == 3.0
-        await cluster.until(lambda: cluster.patched("pod-b") >= 1, "tried pod-b's raise")
+        await cluster.until(lambda: cluster.refused("pod-b"), "took in the refusal of pod-b's raise")
     await _outage(cluster)
     cluster.kube.clear_faults()
     await cluster.refresh()
