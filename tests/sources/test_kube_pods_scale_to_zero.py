@@ -104,6 +104,9 @@ async def test_discovered_runtimes_are_read_again_by_name_too(kube: FakeKubeApi)
     names = kube.add_modelmesh_runtime(NS, MLSERVER.deployment, replicas=1)
     subject = await started(kube, runtimes=[], discover=True, namespaces=[NS])
     try:
+        # Discovery's own reads (a list of the namespace's Deployments for each runtime its pods name) are done
+        # once both runtimes are known; cleared before, a loaded machine's late ones counted as the re-read's.
+        await eventually(lambda: replicas(subject, TRITON) == 1 and replicas(subject, MLSERVER) == 1)
         kube.requests.clear()
         kube.set_replicas(NS, MLSERVER.deployment, 0)
         kube.delete_pod(NS, names[0])
