@@ -19,7 +19,7 @@ from typing import Final
 
 import numpy as np
 
-from autoscaler.simulation.stated_step import sane_at
+from autoscaler.simulation.stated_step import sane_at, whole_seconds_divisor
 from autoscaler.simulation.timestamps import moment_text, seconds_text
 from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S
 
@@ -136,8 +136,7 @@ def _keep_it(t: np.ndarray, model: np.ndarray, models: Sequence[str], distinct: 
     The smallest gap was named before (rows at 0, 2, 4 and 9 s were told a 2 s step that 9 s is off, and
     followed, refused), then the step every timestamp sits on (two pollers at seconds 0 and 5 of 20 were told
     5 s, each request replayed over 5 s)."""
-    offsets = distinct - distinct[0]
-    if np.abs(offsets - np.rint(offsets)).max() > 1e-6:
+    if whole_seconds_divisor(np.diff(distinct)) is None:
         return ""  # times at fractions of a second: no whole-second step to state
     step = MIN_INTERVAL_S
     if not sane_at(distinct, step):

@@ -45,13 +45,20 @@ def rounding_states(distinct: np.ndarray, step: float, *, down: bool = False) ->
     return len(moved) >= 2 and bool(moved[1] - moved[0] == 1)
 
 
+def whole_seconds_divisor(gaps: np.ndarray) -> int | None:
+    """The greatest common divisor of `gaps` in whole seconds, or None where there is none or a gap is not a
+    whole number of seconds: the finest grid a trace's timestamps all sit on."""
+    whole = np.rint(gaps)
+    if not len(gaps) or np.abs(gaps - whole).max() > 1e-6:
+        return None
+    return int(np.gcd.reduce(whole.astype(np.int64)))
+
+
 def export_step(distinct: np.ndarray) -> float | None:
     """The first of `EXPORT_STEPS` every timestamp is a whole number of from the first, at which the trace reads
     at a sane length (`sane_at`), or None: rows 1800 s apart in whole minutes are a 60 s export's rows where
     requests came (jobs at :00 and :30) as much as an export at 1800 s, and the user knows which."""
-    offsets = distinct - distinct[0]
-    whole = np.rint(offsets)
-    if np.abs(offsets - whole).max() > 1e-6:
+    common = whole_seconds_divisor(np.diff(distinct))
+    if common is None:
         return None
-    common = int(np.gcd.reduce(whole.astype(np.int64)))
     return next((step for step in EXPORT_STEPS if common % int(step) == 0 and sane_at(distinct, step)), None)

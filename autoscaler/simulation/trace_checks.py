@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 
 from autoscaler.simulation.missing_intervals import silences_between_rows
-from autoscaler.simulation.stated_step import export_step, rounding_states, sane_at
+from autoscaler.simulation.stated_step import export_step, rounding_states, sane_at, whole_seconds_divisor
 from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, long_span_text, moment_text, seconds_text
 from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S, NO_CELLS, LostCells
 
@@ -186,10 +186,10 @@ def finer_grid(gaps: np.ndarray) -> float | None:
     divisor, in whole seconds from 1 s), or None. A trace at that step whose rows are never one step apart (rows
     only where a model has requests, every model quiet most minutes) reads at the smallest gap instead: said,
     not guessed, as integer gaps of a jittered export (59, 60, 61) have one too."""
-    whole = np.rint(gaps)
-    if not len(gaps) or np.abs(gaps - whole).max() > 1e-6:
+    common = whole_seconds_divisor(gaps)
+    if common is None:
         return None
-    step = float(np.gcd.reduce(whole.astype(np.int64)))
+    step = float(common)
     # A common step of a few seconds under gaps of a minute is more likely whole-second jitter than a grid.
     return step if 1.0 <= step < float(gaps.min()) and step * 10 >= float(gaps.min()) else None
 
@@ -302,7 +302,7 @@ def off_grid_problem(distinct: np.ndarray, gaps: np.ndarray, interval: float, t:
     # The grid named, in whole seconds: the median gap (a 60.5/89.5 s trace read "floor('75s')") put two of
     # the smallest gap's intervals into one, and named a step the line did not.
     step = max(MIN_INTERVAL_S, float(np.floor(interval)))
-    if np.abs(gaps - np.rint(gaps)).max() <= 1e-6:
+    if whole_seconds_divisor(gaps) is not None:
         # Whole seconds on no common step (batches every 60 s, give or take 3): the smallest gap (57 s) is no
         # step of the trace. The typical gap is, for an export whose times stray; 1 s is, for a sparse trace.
         return f"{where}: {_whole_seconds_advice(distinct, gaps, interval)}"
