@@ -33,6 +33,7 @@ from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import SourceDefaults
 from tests.actuation.conftest import KEY, SteppedClock, add_pods
 from tests.fakes.kube import FakeKubeApi
+from tests.support.quantities import quantity_value
 
 T0 = 1_700_000_000.0
 HOLDS = "modelmesh_autoscaler_scale_down_holds_total"
@@ -84,7 +85,7 @@ class Cluster:
         response = await self.api.get(DESIRED)
         assert response.status == 200, await response.text()
         quantity = json.loads(await response.text())["items"][0]["value"]
-        return int(quantity.removesuffix("m")) / 1000 if quantity.endswith("m") else float(quantity)
+        return quantity_value(quantity)
 
     async def debug(self) -> dict[str, Any]:
         response = await self.api.get(DEBUG)

@@ -30,6 +30,7 @@ from tests.actuation.conftest import KEY, add_pods
 from tests.actuation.test_actuation import PODS, SnapshotSource
 from tests.fakes.kube import FakeKubeApi
 from tests.support.clock import SteppedClock
+from tests.support.quantities import quantity_value
 
 Client = TestClient[Any, Any]
 DESIRED = (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{KEY.namespace}/modelmesh_desired_replicas"
@@ -78,7 +79,7 @@ async def desired(hpa: Client) -> tuple[int, float | str]:
     if response.status != 200:
         return response.status, body["message"]
     value: str = body["items"][0]["value"]
-    return 200, int(value.removesuffix("m")) / 1000 if value.endswith("m") else float(value)
+    return 200, quantity_value(value)
 
 
 async def listed(refresher: Refresher) -> None:

@@ -21,6 +21,7 @@ from tests.fakes.node_clock import clock_off_env
 from tests.fakes.nvml import FakeNvml
 from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import Server, all_running, free_port, http_post_json, running, stop
+from tests.support.quantities import quantity_value
 
 DEPLOYMENT = "modelmesh-serving-demo"
 
@@ -76,7 +77,7 @@ class DataPath:
         if code != 0:
             return code, str(body)
         value: str = body["items"][0]["value"]
-        return 0, int(value.removesuffix("m")) / 1000 if value.endswith("m") else float(value)
+        return 0, quantity_value(value)
 
     def value(self, metric: str) -> float | None:
         code, value = self.served(metric)

@@ -25,6 +25,7 @@ from tests.e2e.cluster_pods import start_pod
 from tests.e2e.test_adapter_rollout import DEPLOYMENT, NS, SELECTOR, Cluster, answer, costs, holder, ready, until
 from tests.fakes.kube import FakeKubeApi
 from tests.support.processes import free_port
+from tests.support.quantities import quantity_value
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +79,7 @@ async def served(url: str) -> float | None:
     if found is None:
         return None
     quantity = found.group(1)
-    return int(quantity.removesuffix("m")) / 1000 if quantity.endswith("m") else float(quantity)
+    return quantity_value(quantity)
 
 
 async def test_a_scale_down_gone_ahead_across_a_hand_over_is_counted_once(

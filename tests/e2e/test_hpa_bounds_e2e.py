@@ -27,6 +27,7 @@ from tests.e2e.cluster_pods import start_pod
 from tests.fakes.kube import FakeKubeApi
 from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import free_port, running
+from tests.support.quantities import quantity_value
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +60,7 @@ class Cluster:
         value: float | None = None
         if code == 0:
             text: str = body["items"][0]["value"]
-            value = int(text.removesuffix("m")) / 1000 if text.endswith("m") else float(text)
+            value = quantity_value(text)
         self.served.append(value)
         return value
 

@@ -17,6 +17,7 @@ from tests.fakes.nvml import FakeNvml
 from tests.hardening.adapter import adapter_running
 from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import http_get, poll
+from tests.support.quantities import quantity_value
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +37,7 @@ def read(kubeconfig: Path, metric: str) -> float | None:
         assert "ServiceUnavailable" in str(body) or "503" in str(body), body
         return None
     value: str = body["items"][0]["value"]
-    return int(value.removesuffix("m")) / 1000 if value.endswith("m") else float(value)
+    return quantity_value(value)
 
 
 def test_adapter_restarted_while_the_hot_pods_exporter_is_down_serves_nothing_lower(tmp_path: Path) -> None:
