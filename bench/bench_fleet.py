@@ -94,6 +94,7 @@ from aiohttp import web  # noqa: E402
 
 from bench import stop_on_term  # noqa: E402
 from bench.client_priority import client_priority_words, prioritize_this_process, prioritized  # noqa: E402
+from tests.support.certificates import issue_cert  # noqa: E402
 from tests.support.ports import free_port  # noqa: E402
 from tests.support.processes import serving_workers  # noqa: E402
 
@@ -426,10 +427,10 @@ def write_pki(workdir: Path) -> ssl.SSLContext:
     (`server.pem`, its CA `server-ca.pem`), the front-proxy CA (`front-proxy-ca.pem`) and the aggregator's client
     certificate from it (`front-proxy-client.pem`); returns the aggregator's side of TLS."""
     server_ca, proxy_ca = trustme.CA(), trustme.CA()
-    server_ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(workdir / "server.pem"))
+    issue_cert(server_ca, "127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(workdir / "server.pem"))
     server_ca.cert_pem.write_to_path(str(workdir / "server-ca.pem"))
     proxy_ca.cert_pem.write_to_path(str(workdir / "front-proxy-ca.pem"))
-    proxy = proxy_ca.issue_cert(common_name="front-proxy-client")
+    proxy = issue_cert(proxy_ca, common_name="front-proxy-client")
     proxy.private_key_and_cert_chain_pem.write_to_path(str(workdir / "front-proxy-client.pem"))
     return client_context(workdir)
 

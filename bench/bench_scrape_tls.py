@@ -47,6 +47,7 @@ from bench.fake_exporter import NAMESPACE, bench_pod, exporter_text  # noqa: E40
 from exporter.metrics_tls import serve_over_tls  # noqa: E402
 from exporter.settings import ExporterSettings  # noqa: E402
 from tests.sources.static_discovery import StaticDiscovery  # noqa: E402
+from tests.support.certificates import issue_cert  # noqa: E402
 
 RUNTIMES = 10
 SERVER_NAME = "exporter.bench.svc"
@@ -123,10 +124,10 @@ def scrape_source(scheme: str, port: int, exporters: int, concurrency: int, pki:
 def write_pki(directory: Path) -> None:
     authority = trustme.CA()
     authority.cert_pem.write_to_path(str(directory / "ca.pem"))
-    serving = authority.issue_cert(SERVER_NAME)
+    serving = issue_cert(authority, SERVER_NAME)
     serving.private_key_and_cert_chain_pem.write_to_path(str(directory / "tls.crt"))
     serving.private_key_pem.write_to_path(str(directory / "tls.key"))
-    client = authority.issue_cert("modelmesh-autoscaler")
+    client = issue_cert(authority, "modelmesh-autoscaler")
     client.cert_chain_pems[0].write_to_path(str(directory / "client.crt"))
     client.private_key_pem.write_to_path(str(directory / "client.key"))
 

@@ -25,6 +25,7 @@ from aiohttp import web
 
 from bench import bench_fleet
 from bench.apachebench import run_ab
+from tests.support.certificates import issue_cert
 
 pytestmark = pytest.mark.slow
 
@@ -195,11 +196,11 @@ class _EveryThird503:
 async def _serving(server: _EveryThird503, tmp_path: Path) -> AsyncIterator[tuple[str, ssl.SSLContext, Path]]:
     ca = trustme.CA()
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1").configure_cert(tls)
+    issue_cert(ca, "127.0.0.1").configure_cert(tls)
     client = ssl.create_default_context()
     ca.configure_trust(client)
     client_pem = tmp_path / "client.pem"
-    ca.issue_cert(common_name="front-proxy-client").private_key_and_cert_chain_pem.write_to_path(str(client_pem))
+    issue_cert(ca, common_name="front-proxy-client").private_key_and_cert_chain_pem.write_to_path(str(client_pem))
     client.load_cert_chain(str(client_pem))
     app = web.Application()
     app.router.add_get("/{tail:.*}", server.handler)

@@ -13,6 +13,7 @@ import pytest
 import trustme
 
 from autoscaler.unused_settings import unused_settings
+from tests.support.certificates import issue_cert
 from tests.test_serve_settings import settings as parse
 from tests.test_serve_unused_settings import start_log, warnings
 
@@ -25,7 +26,7 @@ runtimes:
 
 
 def client_pair(tmp_path: Path) -> list[str]:
-    leaf = trustme.CA().issue_cert("modelmesh-autoscaler")
+    leaf = issue_cert(trustme.CA(), "modelmesh-autoscaler")
     cert, key = tmp_path / "client.crt", tmp_path / "client.key"
     leaf.cert_chain_pems[0].write_to_path(str(cert))
     leaf.private_key_pem.write_to_path(str(key))

@@ -16,6 +16,7 @@ from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import SourceDefaults
+from tests.support.certificates import issue_cert
 
 NOW = 1_700_000_000.0
 NAMESPACE = "ml"
@@ -68,11 +69,11 @@ class Pki:
     other_ca: trustme.CA = field(default_factory=trustme.CA)
 
     def __post_init__(self) -> None:
-        self.server = self.server_ca.issue_cert("127.0.0.1", "localhost")
-        self.proxy = self.front_proxy_ca.issue_cert(common_name=PROXY_CN)
-        self.rogue_proxy = self.front_proxy_ca.issue_cert(common_name="not-the-aggregator")
-        self.alice = self.client_ca.issue_cert(common_name="alice", organization_name="analysts")
-        self.stranger = self.other_ca.issue_cert(common_name=PROXY_CN)
+        self.server = issue_cert(self.server_ca, "127.0.0.1", "localhost")
+        self.proxy = issue_cert(self.front_proxy_ca, common_name=PROXY_CN)
+        self.rogue_proxy = issue_cert(self.front_proxy_ca, common_name="not-the-aggregator")
+        self.alice = issue_cert(self.client_ca, common_name="alice", organization_name="analysts")
+        self.stranger = issue_cert(self.other_ca, common_name=PROXY_CN)
 
     def server_context(self) -> ssl.SSLContext:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)

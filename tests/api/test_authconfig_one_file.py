@@ -21,6 +21,7 @@ from autoscaler.settings import ServeSettings
 from tests.api.builders import KEY, Pki
 from tests.api.conftest import secured_api
 from tests.fakes.kube import FakeKubeApi
+from tests.support.certificates import issue_cert
 
 HPA = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
 CONFIG_MAP = "ConfigMap kube-system/extension-apiserver-authentication"
@@ -83,7 +84,7 @@ async def test_a_rotated_front_proxy_ca_in_the_config_map_is_followed_beside_a_c
     kube.allow(user=HPA)
     _, client_ca_file = pki.write_cas(tmp_path)
     rotated = trustme.CA()
-    new_proxy = rotated.issue_cert(common_name="front-proxy-client")
+    new_proxy = issue_cert(rotated, common_name="front-proxy-client")
     async with secured_api(pki, kube, settings_for(files=False, client_ca_file=client_ca_file)) as api:
         kube.set_authentication_config(requestheader_client_ca=pem(rotated))
         assert api.security.reload_client_cas is not None

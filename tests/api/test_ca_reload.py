@@ -23,6 +23,7 @@ from autoscaler.settings import ServeSettings
 from tests.api.builders import KEY, PROXY_CN, Pki, refresher_with, runtime_view
 from tests.api.conftest import listening
 from tests.fakes.kube import FakeKubeApi
+from tests.support.certificates import issue_cert
 from tests.support.stubborn import StubbornRequest
 
 
@@ -67,7 +68,7 @@ async def test_a_rotated_front_proxy_ca_is_honoured_without_a_restart(
     served: Served, pki: Pki, kube: FakeKubeApi
 ) -> None:
     new_ca = trustme.CA()
-    new_proxy = new_ca.issue_cert(common_name=PROXY_CN)
+    new_proxy = issue_cert(new_ca, common_name=PROXY_CN)
     assert await served.status_as(pki, pki.proxy) == 200
     assert await served.status_as(pki, new_proxy) != 200  # not trusted yet
     assert not await served.reload()  # nothing changed
@@ -150,7 +151,7 @@ async def test_narrowed_allowed_names_apply_without_a_restart_on_a_connection_ke
     adapter kept trusting that CN to assert any user until every replica was restarted (it only logged "restart
     the adapter to apply them"); kube-apiserver's own extension servers apply the change as they re-read the
     ConfigMap. The aggregator's open connection must be judged by the new names from its next request."""
-    new_proxy = pki.front_proxy_ca.issue_cert(common_name="front-proxy-client-2")
+    new_proxy = issue_cert(pki.front_proxy_ca, common_name="front-proxy-client-2")
     connector = aiohttp.TCPConnector(ssl=pki.client_context(pki.proxy), limit=1)
     async with aiohttp.ClientSession(connector=connector) as session:
         async def status() -> int:

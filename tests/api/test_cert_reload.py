@@ -20,6 +20,7 @@ from cryptography.x509.oid import NameOID
 
 from autoscaler.api.certs import server_context
 from exporter.cert_reload import CertificateReloader
+from tests.support.certificates import issue_cert
 from tests.support.processes import free_port, poll, running
 
 
@@ -56,7 +57,7 @@ def ca() -> trustme.CA:
 
 @pytest.fixture
 async def served(tmp_path: Path, ca: trustme.CA) -> AsyncIterator[tuple[ssl.SSLContext, int]]:
-    write_secret_volume(tmp_path, ca.issue_cert("localhost", common_name="first"), "v1")
+    write_secret_volume(tmp_path, issue_cert(ca, "localhost", common_name="first"), "v1")
     context = server_context(tmp_path / "tls.crt", tmp_path / "tls.key")
     runner = web.AppRunner(web.Application())
     await runner.setup()
@@ -74,7 +75,7 @@ async def test_a_renewed_certificate_is_served_to_new_connections(
     assert await served_common_name(port, ca) == "first"
     assert not reloader.check()  # nothing changed: nothing loaded
 
-    write_secret_volume(tmp_path, ca.issue_cert("localhost", common_name="renewed"), "v2")
+    write_secret_volume(tmp_path, issue_cert(ca, "localhost", common_name="renewed"), "v2")
 
     assert reloader.check()
     assert await served_common_name(port, ca) == "renewed"
@@ -86,7 +87,7 @@ async def test_a_half_written_pair_keeps_the_old_certificate_until_it_loads(
 ) -> None:
     context, port = served
     reloader = CertificateReloader(context, tmp_path / "tls.crt", tmp_path / "tls.key")
-    renewed = ca.issue_cert("localhost", common_name="renewed")
+    renewed = issue_cert(ca, "localhost", common_name="renewed")
     data = (tmp_path / "..data").resolve()
     renewed.cert_chain_pems[0].write_to_path(str(data / "tls.crt"))  # the key is not written yet
 
@@ -106,7 +107,7 @@ async def test_the_reloader_task_picks_up_a_renewal_by_itself(
     task = asyncio.create_task(CertificateReloader(context, tmp_path / "tls.crt", tmp_path / "tls.key",
                                                           interval_s=0.05).run())
     try:
-        write_secret_volume(tmp_path, ca.issue_cert("localhost", common_name="renewed"), "v2")
+        write_secret_volume(tmp_path, issue_cert(ca, "localhost", common_name="renewed"), "v2")
         async with asyncio.timeout(5):
             while await served_common_name(port, ca) != "renewed":
                 await asyncio.sleep(0.05)
@@ -134,7 +135,7 @@ def test_serve_presents_a_renewed_certificate_without_a_restart(
     worker takes it, is shown the renewed certificate, and the log says it was reloaded."""
     volume = tmp_path / "serving-cert"
     volume.mkdir()
-    write_secret_volume(volume, ca.issue_cert("localhost", common_name="first"), "v1")
+    write_secret_volume(volume, issue_cert(ca, "localhost", common_name="first"), "v1")
     targets = tmp_path / "targets.yaml"
     targets.write_text(yaml.safe_dump({"runtimes": [{
         "namespace": "default", "deployment": "modelmesh-serving-demo",
@@ -147,7 +148,7 @@ def test_serve_presents_a_renewed_certificate_without_a_restart(
                  f"https://127.0.0.1:{port}/healthz", log):
         assert {common_name_served_at(port, ca) for _ in range(10)} == {"first"}
 
-        write_secret_volume(volume, ca.issue_cert("localhost", common_name="renewed"), "v2")
+        write_secret_volume(volume, issue_cert(ca, "localhost", common_name="renewed"), "v2")
 
         poll(lambda: common_name_served_at(port, ca) == "renewed", timeout=60)
         # the reloader looks every 10 s: wait for every worker to say it reloaded, then ask them all again

@@ -23,6 +23,7 @@ from autoscaler.settings import ServeSettings
 from tests.api.builders import KEY, PROXY_CN, Pki
 from tests.api.conftest import secured_api
 from tests.fakes.kube import FakeKubeApi
+from tests.support.certificates import issue_cert
 from tests.support.clock import SteppedClock
 
 PATH = f"/debug/runtimes/{KEY.namespace}/{KEY.deployment}"
@@ -47,8 +48,8 @@ async def url(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSett
 def short_lived(pki: Pki, kind: str) -> tuple[trustme.LeafCert, dict[str, str]]:
     """A certificate valid for a day, of the aggregator (with the HPA's header) or of a user."""
     if kind == "front proxy":
-        return pki.front_proxy_ca.issue_cert(common_name=PROXY_CN, not_after=NOT_AFTER), {"X-Remote-User": "hpa"}
-    return pki.client_ca.issue_cert(common_name="alice", not_after=NOT_AFTER), {}
+        return issue_cert(pki.front_proxy_ca, common_name=PROXY_CN, not_after=NOT_AFTER), {"X-Remote-User": "hpa"}
+    return issue_cert(pki.client_ca, common_name="alice", not_after=NOT_AFTER), {}
 
 
 @pytest.mark.parametrize("kind", ["front proxy", "client certificate"])

@@ -18,6 +18,7 @@ from autoscaler.api.client_certs import (
     ClientCertificateInspector,
     trust_client_certificates,
 )
+from tests.support.certificates import issue_cert
 
 
 def der(leaf: trustme.LeafCert) -> bytes:
@@ -50,8 +51,8 @@ def issue(ca: trustme.CA, common_name: str, usages: list[x509.ObjectIdentifier])
 def test_names_and_issuers_are_read_from_the_leaf() -> None:
     proxy_ca, client_ca = trustme.CA(), trustme.CA()
     inspector = ClientCertificateInspector(bundle(proxy_ca), bundle(client_ca))
-    proxy = inspector.classify(der(proxy_ca.issue_cert(common_name="front-proxy-client")))
-    user = inspector.classify(der(client_ca.issue_cert(common_name="alice", organization_name="team-a")))
+    proxy = inspector.classify(der(issue_cert(proxy_ca, common_name="front-proxy-client")))
+    user = inspector.classify(der(issue_cert(client_ca, common_name="alice", organization_name="team-a")))
     assert proxy is not None and user is not None
     assert (proxy.common_name, proxy.from_requestheader_ca, proxy.from_client_ca) == ("front-proxy-client", True, False)
     assert (user.common_name, user.organizations) == ("alice", ("team-a",))
@@ -62,20 +63,20 @@ def test_a_bundle_with_two_cas_accepts_both_during_rotation() -> None:
     old, new = trustme.CA(), trustme.CA()
     inspector = ClientCertificateInspector(bundle(old, new), None)
     for ca in (old, new):
-        result = inspector.classify(der(ca.issue_cert(common_name="front-proxy-client")))
+        result = inspector.classify(der(issue_cert(ca, common_name="front-proxy-client")))
         assert result is not None and result.from_requestheader_ca
 
 
 def test_same_name_from_another_ca_is_not_trusted() -> None:
     proxy_ca = trustme.CA()
     inspector = ClientCertificateInspector(bundle(proxy_ca), None)
-    result = inspector.classify(der(trustme.CA().issue_cert(common_name="front-proxy-client")))
+    result = inspector.classify(der(issue_cert(trustme.CA(), common_name="front-proxy-client")))
     assert result is not None and not result.from_requestheader_ca
 
 
 def test_a_leaf_of_an_intermediate_is_not_directly_issued() -> None:
     root = trustme.CA()
-    leaf = root.create_child_ca().issue_cert(common_name="front-proxy-client")
+    leaf = issue_cert(root.create_child_ca(), common_name="front-proxy-client")
     result = ClientCertificateInspector(bundle(root), None).classify(der(leaf))
     assert result is not None and not result.from_requestheader_ca
 

@@ -14,6 +14,7 @@ from cryptography import x509
 
 from autoscaler.api.certs import generate_self_signed, self_signed_server_context, server_context
 from autoscaler.api.client_certs import CertificateAuthorities, trust_client_certificates
+from tests.support.certificates import issue_cert
 
 
 async def handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> str:
@@ -51,7 +52,7 @@ async def handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> str:
 @pytest.fixture
 def server_files(tmp_path: Path) -> tuple[trustme.CA, Path]:
     ca = trustme.CA()
-    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "tls.pem"))
+    issue_cert(ca, "127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "tls.pem"))
     return ca, tmp_path / "tls.pem"
 
 
@@ -109,7 +110,7 @@ def test_client_certificates_are_requested_only_with_a_ca_to_verify_them(
 async def test_tls_1_2_suites_kube_apiserver_would_not_offer_are_refused(tmp_path: Path, ciphers: str) -> None:
     """TLS 1.2 is served with the forward-secret AEAD suites of kube-apiserver's defaults only."""
     ca = trustme.CA(key_type=trustme.KeyType.RSA)  # RSA, as cert-manager issues by default
-    ca.issue_cert("127.0.0.1", key_type=trustme.KeyType.RSA).private_key_and_cert_chain_pem.write_to_path(
+    issue_cert(ca, "127.0.0.1", key_type=trustme.KeyType.RSA).private_key_and_cert_chain_pem.write_to_path(
         str(tmp_path / "tls.pem"))
     server = server_context(tmp_path / "tls.pem", tmp_path / "tls.pem")
     assert await handshake(server, client_for(ca, ssl.TLSVersion.TLSv1_2)) == "TLSv1.2"  # Go's suites: served

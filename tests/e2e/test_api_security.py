@@ -24,6 +24,7 @@ import pytest
 import trustme
 import yaml
 
+from tests.support.certificates import issue_cert
 from tests.support.kubectl import KUBECTL, get_raw, write_kubeconfig
 from tests.support.processes import free_port, poll, running
 
@@ -95,7 +96,7 @@ def kubectl_raw(kubeconfig: Path, path: str, *args: str) -> subprocess.Completed
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     workdir = tmp_path_factory.mktemp("secured")
     server_ca, proxy_ca, client_ca, other_ca = trustme.CA(), trustme.CA(), trustme.CA(), trustme.CA()
-    server_ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(
+    issue_cert(server_ca, "127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(
         str(workdir / "tls.pem"))
     proxy_ca.cert_pem.write_to_path(str(workdir / "front-proxy-ca.crt"))
     client_ca.cert_pem.write_to_path(str(workdir / "client-ca.crt"))
@@ -130,12 +131,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                  f"https://127.0.0.1:{adapter_port}/healthz", workdir / "adapter.log"):
         yield Cluster(
             f"https://127.0.0.1:{adapter_port}", workdir, server_ca,
-            proxy=proxy_ca.issue_cert(common_name="front-proxy-client"),
-            rogue_proxy=proxy_ca.issue_cert(common_name="someone-else"),
-            alice=client_ca.issue_cert(common_name="alice", organization_name="analysts"),
-            bob=client_ca.issue_cert(common_name="bob"),
-            stranger=other_ca.issue_cert(common_name="alice"),
-            dora=client_ca.issue_cert(common_name="dora"),
+            proxy=issue_cert(proxy_ca, common_name="front-proxy-client"),
+            rogue_proxy=issue_cert(proxy_ca, common_name="someone-else"),
+            alice=issue_cert(client_ca, common_name="alice", organization_name="analysts"),
+            bob=issue_cert(client_ca, common_name="bob"),
+            stranger=issue_cert(other_ca, common_name="alice"),
+            dora=issue_cert(client_ca, common_name="dora"),
         )
 
 

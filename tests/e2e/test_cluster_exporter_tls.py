@@ -21,6 +21,7 @@ from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
 from tests.api.test_cert_reload import write_secret_volume
 from tests.e2e.cluster_pods import start_pod
 from tests.fakes.kube import FakeKubeApi
+from tests.support.certificates import issue_cert
 from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import free_port, poll, running
 
@@ -58,7 +59,7 @@ class Pki:
         """The exporter's TLS variables: a certificate for `SERVER_NAME` alone, not the pod's IP."""
         serving = self.directory / "exporter"
         serving.mkdir(exist_ok=True)
-        write_secret_volume(serving, self.authority.issue_cert(SERVER_NAME), "v1")
+        write_secret_volume(serving, issue_cert(self.authority, SERVER_NAME), "v1")
         return {"EXPORTER_TLS_CERT_FILE": str(serving / "tls.crt"), "EXPORTER_TLS_KEY_FILE": str(serving / "tls.key"),
                 "EXPORTER_TLS_CLIENT_CA_FILE": str(self.ca_file)}
 
@@ -71,7 +72,7 @@ def pki(tmp_path: Path) -> Pki:
 def client_secret(directory: Path, authority: trustme.CA, version: str) -> Path:
     """The adapter's client-certificate Secret volume, `authority`'s certificate swapped in as the kubelet does."""
     directory.mkdir(exist_ok=True)
-    write_secret_volume(directory, authority.issue_cert("modelmesh-autoscaler"), version)
+    write_secret_volume(directory, issue_cert(authority, "modelmesh-autoscaler"), version)
     return directory
 
 
@@ -141,6 +142,6 @@ async def test_a_renewed_client_certificate_is_presented_without_a_restart(tmp_p
     async with cluster(tmp_path, pki, ["--exporter-server-name", SERVER_NAME, *client_flags(secret)]) as said:
         refused = await asyncio.to_thread(poll, once(said, lambda text: f"{POD} failed" in text), 60)
         assert "--exporter-client-cert-file" in refused.partition(f"{POD} failed")[2], refused
-        write_secret_volume(secret, pki.authority.issue_cert("modelmesh-autoscaler"), "v2")
+        write_secret_volume(secret, issue_cert(pki.authority, "modelmesh-autoscaler"), "v2")
         log = await asyncio.to_thread(poll, once(said, lambda text: text.startswith("load=")), 60)
     assert f"client certificate reloaded from {secret / 'tls.crt'}" in log, log

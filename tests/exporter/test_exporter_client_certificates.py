@@ -12,6 +12,7 @@ import pytest
 import trustme
 
 from tests.exporter.test_exporter_serving_tls import Pki, curl, exporter_env, pki, start_refused
+from tests.support.certificates import issue_cert
 from tests.support.processes import free_port, running
 
 __all__ = ["pki"]  # the fixture, taken from its module
@@ -29,7 +30,7 @@ def exporter(tmp_path: Path, pki: Pki) -> Iterator[str]:
 
 def client_certificate(tmp_path: Path, authority: trustme.CA, name: str) -> list[str]:
     """curl's options presenting a client certificate `authority` issued."""
-    leaf = authority.issue_cert(f"{name}@example.com", common_name=name)
+    leaf = issue_cert(authority, f"{name}@example.com", common_name=name)
     leaf.cert_chain_pems[0].write_to_path(str(tmp_path / f"{name}.crt"))
     leaf.private_key_pem.write_to_path(str(tmp_path / f"{name}.key"))
     return ["--cert", str(tmp_path / f"{name}.crt"), "--key", str(tmp_path / f"{name}.key")]

@@ -15,6 +15,7 @@ import pytest
 import trustme
 
 from tests.api.test_cert_reload import write_secret_volume
+from tests.support.certificates import issue_cert
 from tests.support.processes import free_port, poll, running
 
 
@@ -54,7 +55,7 @@ class Pki:
 
     def issue(self, common_name: str, version: str) -> None:
         """Renew the Secret as the kubelet writes it (cert-manager's renewal, then the `..data` swap)."""
-        write_secret_volume(self.secret, self.authority.issue_cert("localhost", "127.0.0.1",
+        write_secret_volume(self.secret, issue_cert(self.authority, "localhost", "127.0.0.1",
                                                                    common_name=common_name), version)
 
 
@@ -111,7 +112,7 @@ def test_a_certificate_without_its_key_is_refused(tmp_path: Path, pki: Pki, give
 
 
 def test_a_key_of_another_certificate_is_refused_naming_both_files(tmp_path: Path, pki: Pki) -> None:
-    other = trustme.CA().issue_cert("localhost")
+    other = issue_cert(trustme.CA(), "localhost")
     key = tmp_path / "other.key"
     other.private_key_pem.write_to_path(str(key))
     cert = pki.secret / "tls.crt"

@@ -15,6 +15,7 @@ import pytest
 import trustme
 
 from tests.hardening.adapter import DEPLOYMENT, adapter_running
+from tests.support.certificates import issue_cert
 from tests.support.processes import free_port, http_get, poll, running
 
 LOAD = ("/apis/external.metrics.k8s.io/v1beta1/namespaces/default/modelmesh_request_load"
@@ -31,7 +32,7 @@ def ca(tmp_path: Path) -> trustme.CA:
 
 @pytest.fixture
 def https_exporter(tmp_path: Path, ca: trustme.CA) -> Iterator[str]:
-    leaf = ca.issue_cert("127.0.0.1")
+    leaf = issue_cert(ca, "127.0.0.1")
     cert, key = tmp_path / "exporter.crt", tmp_path / "exporter.key"
     leaf.cert_chain_pems[0].write_to_path(str(cert))
     leaf.private_key_pem.write_to_path(str(key))

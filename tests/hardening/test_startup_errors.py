@@ -173,8 +173,10 @@ def test_a_tls_certificate_that_cannot_be_loaded_names_its_flag_and_file(
         tmp_path: Path, mode: list[str], broken: str) -> None:
     import trustme
 
+    from tests.support.certificates import issue_cert
+
     ca = trustme.CA()
-    leaf, other = ca.issue_cert("localhost"), ca.issue_cert("localhost")
+    leaf, other = issue_cert(ca, "localhost"), issue_cert(ca, "localhost")
     cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
     leaf.cert_chain_pems[0].write_to_path(str(cert))
     (other if broken == "key-of-another-cert" else leaf).private_key_pem.write_to_path(str(key))

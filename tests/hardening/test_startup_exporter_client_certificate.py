@@ -11,6 +11,7 @@ import trustme
 
 from tests.hardening.adapter import write_targets
 from tests.hardening.test_startup_errors import one_line, serve
+from tests.support.certificates import issue_cert
 
 
 def targets(tmp_path: Path) -> str:
@@ -20,7 +21,7 @@ def targets(tmp_path: Path) -> str:
 
 
 def client_pair(tmp_path: Path) -> tuple[Path, Path]:
-    leaf = trustme.CA().issue_cert("modelmesh-autoscaler")
+    leaf = issue_cert(trustme.CA(), "modelmesh-autoscaler")
     cert, key = tmp_path / "client.crt", tmp_path / "client.key"
     leaf.cert_chain_pems[0].write_to_path(str(cert))
     leaf.private_key_pem.write_to_path(str(key))
@@ -37,7 +38,7 @@ def test_one_file_of_the_pair_alone_is_refused(tmp_path: Path, given: str) -> No
 def test_a_key_of_another_certificate_is_refused_naming_both_files(tmp_path: Path) -> None:
     cert, _ = client_pair(tmp_path)
     other = tmp_path / "other.key"
-    trustme.CA().issue_cert("x").private_key_pem.write_to_path(str(other))
+    issue_cert(trustme.CA(), "x").private_key_pem.write_to_path(str(other))
     line = one_line(serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path),
                                      "--exporter-client-cert-file", str(cert), "--exporter-client-key-file",
                                      str(other)]))

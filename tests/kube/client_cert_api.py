@@ -27,6 +27,7 @@ from aiohttp import web
 
 from tests.fakes.kube import FakeKubeApi
 from tests.fakes.kube.wire import ApiError
+from tests.support.certificates import issue_cert
 from tests.support.waiting import eventually
 
 
@@ -43,8 +44,8 @@ class ClientCertKubeApi(FakeKubeApi):
 
     def issue(self, name: str, not_after: float) -> trustme.LeafCert:
         """A client certificate for user `name` that this server accepts until `not_after` (Unix time)."""
-        return self.client_ca.issue_cert(
-            common_name=name, not_before=datetime.fromtimestamp(time.time() - 3600, UTC),
+        return issue_cert(
+            self.client_ca, common_name=name, not_before=datetime.fromtimestamp(time.time() - 3600, UTC),
             not_after=datetime.fromtimestamp(not_after, UTC))
 
     def _make_tls(self) -> ssl.SSLContext:

@@ -22,6 +22,7 @@ from tests.kube import client_cert_fixtures
 from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi, serial_of
 from tests.kube.client_cert_fixtures import HOUR, connect_with_first
 from tests.kube.exec_token_fixtures import connect
+from tests.support.certificates import issue_cert
 from tests.support.clock import SteppedClock
 from tests.support.waiting import eventually
 
@@ -243,7 +244,7 @@ async def test_a_certificate_refused_in_the_tls_handshake_is_fetched_again(
     a CA it does not trust (its CA rotated): no HTTP answer at all, a TLS failure; the next call must go out
     with a new certificate, as after a 401."""
     plugin = CertificatePlugin(tmp_path)
-    foreign = trustme.CA().issue_cert(common_name="adapter")
+    foreign = issue_cert(trustme.CA(), common_name="adapter")
     plugin.hand_out(foreign, clock.now + HOUR)
     client = await connect(kube, plugin)
     try:

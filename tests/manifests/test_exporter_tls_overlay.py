@@ -38,6 +38,7 @@ from tests.manifests.test_manifests import (
     serve_settings,
 )
 from tests.manifests.test_monitoring_live import ShippedConfigPrometheus
+from tests.support.certificates import issue_cert
 from tests.support.processes import free_port, running
 
 SIDECAR = "autoscaler-exporter"
@@ -47,7 +48,7 @@ PATCH = EXPORTER_TLS / "exporter-tls-patch.yaml"
 def secret_files(directory: Path, authority: trustme.CA, *names: str) -> Path:
     """A Secret volume as cert-manager's CA issuer fills it: `ca.crt`, `tls.crt`, `tls.key`."""
     directory.mkdir(parents=True, exist_ok=True)
-    leaf = authority.issue_cert(*names)
+    leaf = issue_cert(authority, *names)
     authority.cert_pem.write_to_path(str(directory / "ca.crt"))
     leaf.cert_chain_pems[0].write_to_path(str(directory / "tls.crt"))
     leaf.private_key_pem.write_to_path(str(directory / "tls.key"))

@@ -25,6 +25,7 @@ from autoscaler.settings import settings_from_args
 from autoscaler.sources.prometheus import PrometheusSource
 from tests.sources.test_prometheus_probe_backends import empty_prometheus_over_tls, warnings
 from tests.sources.test_prometheus_source import discovery
+from tests.support.certificates import issue_cert
 
 
 async def test_a_ca_file_gone_after_start_is_counted_as_tls_and_names_the_flag_and_the_file(
@@ -34,7 +35,7 @@ async def test_a_ca_file_gone_after_start_is_counted_as_tls_and_names_the_flag_a
     ca_file = tmp_path / "service-ca.crt"
     ca.cert_pem.write_to_path(str(ca_file))
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("localhost").configure_cert(context)
+    issue_cert(ca, "localhost").configure_cert(context)
     async with empty_prometheus_over_tls(context) as port:
         args = cli.build_parser().parse_args([
             "serve", "--source", "prometheus", "--prometheus-url", f"https://localhost:{port}",

@@ -19,6 +19,7 @@ import trustme
 
 from tests.fakes.prometheus import PrometheusServer
 from tests.sources.test_prometheus_probe_backends import collect, empty_prometheus_over_tls, warnings
+from tests.support.certificates import issue_cert
 
 
 @pytest.fixture
@@ -51,7 +52,7 @@ async def test_a_url_host_the_certificate_does_not_name_is_said_with_the_host_no
     ca = trustme.CA()
     ca.cert_pem.write_to_path(str(tmp_path / "ca.crt"))
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("thanos-querier.openshift-monitoring.svc").configure_cert(context)
+    issue_cert(ca, "thanos-querier.openshift-monitoring.svc").configure_cert(context)
     async with empty_prometheus_over_tls(context) as port:
         with caplog.at_level(logging.WARNING):
             snapshots, errors = await collect(f"https://{host}:{port}", "--prometheus-ca-file",

@@ -34,6 +34,7 @@ from exporter.listen import KEEPALIVE_TIMEOUT_S
 from exporter.metrics_tls import serve_over_tls
 from exporter.settings import ExporterSettings
 from tests.sources.static_discovery import StaticDiscovery
+from tests.support.certificates import issue_cert
 from tests.support.clock import SteppedClock
 
 KEY = RuntimeKey(NAMESPACE, "modelmesh-serving-triton")
@@ -72,10 +73,10 @@ class Fleet:
 def pki(tmp_path: Path) -> Path:
     authority = trustme.CA()
     authority.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
-    serving = authority.issue_cert(SERVER_NAME)
+    serving = issue_cert(authority, SERVER_NAME)
     serving.private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "tls.crt"))
     serving.private_key_pem.write_to_path(str(tmp_path / "tls.key"))
-    client = authority.issue_cert("modelmesh-autoscaler")
+    client = issue_cert(authority, "modelmesh-autoscaler")
     client.cert_chain_pems[0].write_to_path(str(tmp_path / "client.crt"))
     client.private_key_pem.write_to_path(str(tmp_path / "client.key"))
     return tmp_path

@@ -21,6 +21,7 @@ from autoscaler.model import RuntimeKey
 from autoscaler.sources.base import PodTarget, RuntimeInventory
 from autoscaler.sources.scrape import ScrapeSource
 from tests.sources.static_discovery import StaticDiscovery
+from tests.support.certificates import issue_cert
 
 KEY = RuntimeKey("ml", "modelmesh-serving-triton")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -53,7 +54,7 @@ async def exporter_says(request: web.Request) -> web.Response:
 async def test_a_certificate_from_an_unknown_ca_names_the_flag(aiohttp_server: AiohttpServer) -> None:
     ca = trustme.CA()
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1").configure_cert(tls)
+    issue_cert(ca, "127.0.0.1").configure_cert(tls)
     port = await serve(aiohttp_server, exporter_says, tls)
     reason, detail = await said(f"https://127.0.0.1:{port}/metrics")
     assert reason == "tls"

@@ -15,11 +15,12 @@ from pytest_aiohttp import AiohttpServer
 from exporter.metrics_tls import serve_over_tls
 from exporter.settings import ExporterSettings
 from tests.sources.test_scrape_hints import exporter_says, said
+from tests.support.certificates import issue_cert
 
 
 async def exporter_over_tls(aiohttp_server: AiohttpServer, tmp_path: Path, ca: trustme.CA) -> int:
     """The port of an exporter serving HTTPS with `ca`'s certificate, asking clients for one of `ca`'s."""
-    leaf = ca.issue_cert("127.0.0.1")
+    leaf = issue_cert(ca, "127.0.0.1")
     leaf.cert_chain_pems[0].write_to_path(str(tmp_path / "tls.crt"))
     leaf.private_key_pem.write_to_path(str(tmp_path / "tls.key"))
     ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
@@ -47,6 +48,6 @@ async def test_a_client_certificate_of_another_ca_names_the_client_certificate_f
     port = await exporter_over_tls(aiohttp_server, tmp_path, trustme.CA())
     client = ssl.create_default_context()
     client.check_hostname, client.verify_mode = False, ssl.CERT_NONE
-    trustme.CA().issue_cert("adapter@example.com").configure_cert(client)
+    issue_cert(trustme.CA(), "adapter@example.com").configure_cert(client)
     reason, detail = await said(f"https://127.0.0.1:{port}/metrics", client)
     assert "--exporter-client-cert-file" in detail, (reason, detail)

@@ -16,6 +16,7 @@ import trustme
 from pytest_aiohttp import AiohttpServer
 
 from tests.sources.test_scrape_hints import exporter_says, said, serve
+from tests.support.certificates import issue_cert
 
 NOW = datetime.now(UTC)
 
@@ -34,7 +35,7 @@ async def served_with(aiohttp_server: AiohttpServer, ca: trustme.CA, leaf: trust
 
 async def test_an_expired_certificate_says_renewal_not_the_ca(aiohttp_server: AiohttpServer) -> None:
     ca = trustme.CA()
-    leaf = ca.issue_cert("127.0.0.1", not_before=NOW - timedelta(days=100), not_after=NOW - timedelta(days=10))
+    leaf = issue_cert(ca, "127.0.0.1", not_before=NOW - timedelta(days=100), not_after=NOW - timedelta(days=10))
     port = await served_with(aiohttp_server, ca, leaf)
     reason, detail = await said(f"https://127.0.0.1:{port}/metrics", trusting(ca))
     assert reason == "tls"
@@ -45,7 +46,7 @@ async def test_an_expired_certificate_says_renewal_not_the_ca(aiohttp_server: Ai
 
 async def test_a_certificate_not_yet_valid_says_to_check_clocks(aiohttp_server: AiohttpServer) -> None:
     ca = trustme.CA()
-    leaf = ca.issue_cert("127.0.0.1", not_before=NOW + timedelta(days=2), not_after=NOW + timedelta(days=90))
+    leaf = issue_cert(ca, "127.0.0.1", not_before=NOW + timedelta(days=2), not_after=NOW + timedelta(days=90))
     port = await served_with(aiohttp_server, ca, leaf)
     reason, detail = await said(f"https://127.0.0.1:{port}/metrics", trusting(ca))
     assert reason == "tls"
@@ -59,7 +60,7 @@ async def test_plain_http_to_an_https_exporter_names_its_tls_and_the_scheme(aioh
                                                                            with_client_ca: bool) -> None:
     ca = trustme.CA()
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1").configure_cert(tls)
+    issue_cert(ca, "127.0.0.1").configure_cert(tls)
     if with_client_ca:
         ca.configure_trust(tls)
         tls.verify_mode = ssl.CERT_OPTIONAL

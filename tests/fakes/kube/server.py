@@ -148,8 +148,10 @@ class FakeKubeApi(ClusterControls, KServeControls, AuthReviews, Subresources, Fa
     def _make_tls(self) -> ssl.SSLContext:
         import trustme  # a test dependency; imported only when TLS is asked for
 
+        from tests.support.certificates import issue_cert
+
         authority = trustme.CA()
-        certificate = authority.issue_cert(self.host, "localhost")
+        certificate = issue_cert(authority, self.host, "localhost")
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         certificate.configure_cert(context)
         self.ca_pem = authority.cert_pem.bytes()
