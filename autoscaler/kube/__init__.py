@@ -15,6 +15,6 @@ JSON calls, list + watch, patches, Leases and access reviews.
 - `retry_guard`: `RetryGuard`, an owner's backoff and failure handler kept from ending its retrying loop.
 - `user_agent`: what every client calls itself (`modelmesh-autoscaler/VERSION (PART)`), for the audit log.
 
-Library exceptions never leave this package. May import `autoscaler.model`, `autoscaler.names` and
-`autoscaler.selfmetrics`; never `sources`, `api`, `actuation` or `policies`.
+Library exceptions never leave this package. May import `autoscaler.model`, `autoscaler.names`,
+`autoscaler.said_once` and `autoscaler.selfmetrics`; never `sources`, `api`, `actuation` or `policies`.
 """

@@ -21,8 +21,10 @@
 What the objects mean stays with the owner, told through four callbacks: `on_list(items)` replaces its copy
 with the listed objects, `on_event(type, object)` folds one ADDED/MODIFIED/DELETED event in, `on_synced()`
 says the copy is current (a list arrived, a watch opened), `on_failure(error, n)` says it is not (the owner
-logs and flags that its own way). Failures are `KubeApiError`s; anything else is logged with its traceback
-and retried too: a watch must never stop silently. Nor can the owner's own `backoff` or `on_failure` stop it:
+logs and flags that its own way). Failures are `KubeApiError`s; anything else (the owner's `on_list` or
+`on_event` raising: a bug) is retried too, a watch must never stop silently, and logged with its traceback once a
+failing spell, the repeats at DEBUG, with an INFO once a list is handed over or a watch runs to its end again
+(`RetryGuard.unexpected`). Nor can the owner's own `backoff` or `on_failure` stop it:
 one that raises (or a backoff that answers no wait) is said once at ERROR and the loop retries at
 `retry_guard.FALLBACK_BACKOFF` (`autoscaler.kube.retry_guard`).
 """
@@ -108,8 +110,10 @@ class ListWatch:
                 if version is None:
                     version = await self._list(consistent)
                     self.listing = False
+                    self._guard.works(failures)
                 opened = time.monotonic()
                 version, carried = await self._watch(version)
+                self._guard.works(failures)
                 failures = expiries = 0
                 if not carried and (pause := opened + SHORT_WATCH_S - time.monotonic()) > 0:
                     self._log.debug("%s: the watch ended at once with nothing in it; reopening in %.1f s",
@@ -123,9 +127,9 @@ class ListWatch:
                 if expiries > 1:  # expired again right after a fresh list: do not hammer the API server
                     await self._sleep(self._guard.wait(expiries - 1))
             except Exception as error:
-                if not isinstance(error, KubeApiError):
-                    self._log.exception("%s: unexpected error", self._name)
                 failures += 1
+                if not isinstance(error, KubeApiError):
+                    self._guard.unexpected(error, failures)
                 self._guard.tell_failure(error, failures)
                 retry_after = error.retry_after_s if isinstance(error, KubeApiError) else None
                 await self._sleep(self._guard.wait(failures, retry_after))

@@ -283,3 +283,36 @@ async def test_an_owner_whose_failure_handler_raises_is_said_once_and_still_gets
         "test pod watch: its failure handler raised RuntimeError('owner bug at failure 1') when told of list pods in "
         "namespace modelmesh-serving")
     assert "its failure is not recorded" in record.getMessage()
+
+
+async def test_an_owner_that_keeps_failing_is_said_once_with_its_traceback_and_its_recovery_said(
+    kube: FakeKubeApi, api: ApiClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An owner's `on_list` that raised at every list wrote "unexpected error" and a whole traceback at each retry,
+    every 0.5 to 30 s for as long as it lasted. Now the traceback comes once, the repeats at DEBUG, and an INFO
+    says when the owner takes the list again."""
+    kube.add_pod(NS, "p1", labels=LABELS)
+    copy = Copy()
+    calls = 0
+
+    def broken_for_a_while(items: list[dict[str, Any]]) -> None:
+        nonlocal calls
+        calls += 1
+        if calls <= 5:
+            raise RuntimeError(f"owner bug {calls}")
+        copy.replace(items)
+
+    loop = ListWatch(pods_of(api), "pods", NS, on_list=broken_for_a_while, on_event=copy.apply,
+                     backoff=lambda n: 0.01, request_timeout_s=2.0, watch_timeout_s=30, log=log,
+                     name="test pod watch")
+    with caplog.at_level(logging.DEBUG, logger=log.name):
+        async with running(loop):
+            await eventually(lambda: copy.names == {"p1"})
+            await kube.wait_for_watches(1, "pods")
+    said = [(r.levelno, r.getMessage(), r.exc_info is not None) for r in caplog.records if r.levelno >= logging.INFO]
+    assert [(level, traceback) for level, _, traceback in said] == [(logging.ERROR, True), (logging.INFO, False)], said
+    assert said[0][1].startswith("test pod watch: unexpected error RuntimeError('owner bug 1')"), said
+    assert said[1][1] == "test pod watch: works again after the unexpected error (5 failures in a row)"
+    repeats = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG and "owner bug" in r.getMessage()]
+    assert len(repeats) == 4 and all("exc_info" not in message for message in repeats), repeats
+    assert all(r.exc_info is None for r in caplog.records if r.levelno == logging.DEBUG)
