@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
+from autoscaler.kube.watch_health import FailureReason, Watched
 from autoscaler.model import RuntimeView
 from autoscaler.names import ADAPTER_BUILD_INFO
 from autoscaler.ranking_hold import EXPIRED, HoldReason
@@ -95,6 +96,25 @@ class AdapterMetrics:
             "its runtimes hold their replicas, and one whose Deployment was never read is not served at all "
             "(/debug of its runtimes quotes the API's error). Absent with a targets file.",
             ["namespace"], registry=self.registry,
+        )
+        # The long-lived Kubernetes loops (`autoscaler.kube.watch_health`): only pod discovery had a series, so a
+        # refused HPA or RuntimeScale watch was in the log alone.
+        self.watch_failures = Counter(
+            "modelmesh_autoscaler_watch_failures_total",
+            "Failed lists, watches and reads of the adapter's long-lived Kubernetes loops, by loop (pods: discovery's "
+            "pod watch; hpas: the HPA watch, the replica bounds; runtimescales: the bridge's RuntimeScale watch; "
+            "deployments: discovery's Deployment resync) and cause: forbidden (401, 403: RBAC), refused (another "
+            "4xx; 404 is the RuntimeScale CRD not installed), throttled (429), server_error (5xx), no_answer "
+            "(connection, timeout, TLS, a stream dropped), expired (410: listed again; now and then is normal), "
+            "unexpected (a bug of the adapter, in its log). Each loop's causes from 0 once it runs.",
+            ["watch", "reason"], registry=self.registry,
+        )
+        self.watches_open = Gauge(
+            "modelmesh_autoscaler_watch_established",
+            "1 while the watch of the namespace (`*`: all namespaces) is open, 0 until it first opens and from a "
+            "failure until it opens again (what it keeps is then as last seen). Not for deployments, which are "
+            "read on a timer (discovery_healthy says their reads' state).",
+            ["watch", "namespace"], registry=self.registry,
         )
         self.consecutive_misses = RuntimeGauge(
             "modelmesh_autoscaler_runtime_consecutive_misses",
@@ -243,6 +263,20 @@ class AdapterMetrics:
         last = self._scale_reasons.pop((namespace, name), None)
         if last is not None:
             self.runtime_scale_not_ready.remove(namespace, name, last)
+
+    def watch_started(self, watch: Watched, scope: str | None) -> None:
+        """A loop runs: each cause from 0 (a series that first appears at 1 has no increase() in Prometheus), and
+        its watch not open yet. The loops are fixed at start (one per namespace watched), so the series stay few."""
+        for reason in FailureReason:
+            self.watch_failures.labels(watch, reason)
+        if watch is not Watched.DEPLOYMENTS:
+            self.watches_open.labels(watch, scope or "*").set(0)
+
+    def watch_failed(self, watch: Watched, reason: FailureReason) -> None:
+        self.watch_failures.labels(watch, reason).inc()
+
+    def watch_established(self, watch: Watched, scope: str | None, established: bool) -> None:
+        self.watches_open.labels(watch, scope or "*").set(1 if established else 0)
 
     def publish_discovery(self, healthy: Mapping[str, bool]) -> None:
         """Set discovery's health for each scope it watches. The scopes are fixed when discovery is built, so

@@ -28,6 +28,7 @@ from autoscaler.api.app import build_served_app
 from autoscaler.api.certs import self_signed_server_context, server_context
 from autoscaler.costs_left_outside import CostsLeftOutside, PodCostsSeen
 from autoscaler.gcsettings import CollectAfterRefresh
+from autoscaler.kube.watch_health import WatchHealth
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
@@ -76,7 +77,7 @@ def policy_keys_given(settings: ServeSettings) -> dict[str, str]:
     return {key: given[dest] for key, dest in FLAG_DESTS.items() if dest in given}
 
 
-def build_discovery(settings: ServeSettings, policies: PolicyBook) -> PodDiscovery:
+def build_discovery(settings: ServeSettings, policies: PolicyBook, health: WatchHealth | None = None) -> PodDiscovery:
     """The targets file, or the Kubernetes API: every ModelMesh runtime Deployment it finds, plus the
     runtimes the config file names (served even before their Deployment exists)."""
     if settings.targets is not None:
@@ -89,17 +90,18 @@ def build_discovery(settings: ServeSettings, policies: PolicyBook) -> PodDiscove
         namespaces=settings.namespaces,
         exporter_port=settings.exporter_port,
         exporter_scheme=settings.exporter_scheme,
+        health=health,
     )
 
 
-def build_hpa_watch(settings: ServeSettings) -> HpaWatch | None:
+def build_hpa_watch(settings: ServeSettings, health: WatchHealth | None = None) -> HpaWatch | None:
     """In cluster mode, the HPAs of the watched namespaces, for their replica bounds (docs/design.md, Bounds)."""
     if settings.targets is not None:
         return None
     from autoscaler.sources.kube_hpas import HpaWatch
     from autoscaler.sources.kube_pods import kube_configuration
 
-    return HpaWatch(kube_configuration(settings.kubeconfig, part="hpa-watch"), settings.namespaces)
+    return HpaWatch(kube_configuration(settings.kubeconfig, part="hpa-watch"), settings.namespaces, health=health)
 
 
 def build_source(settings: ServeSettings, discovery: PodDiscovery) -> MetricSource:
@@ -171,7 +173,7 @@ class RefreshStack:
     def __init__(self, settings: ServeSettings) -> None:
         self.metrics = AdapterMetrics(per_runtime=settings.per_runtime_metrics)
         policies = policy_book(settings)
-        self.discovery = build_discovery(settings, policies)
+        self.discovery = build_discovery(settings, policies, self.metrics)
         self.source = build_source(settings, self.discovery)
         self.refresher = ServingRefresher(self.source, policies, self.metrics,
                                           interval_s=settings.refresh_interval_s, window_s=settings.window_s)
@@ -186,7 +188,7 @@ class RefreshStack:
         # cycles is collected then, or after a later refresh
         self._collect_after_refresh = CollectAfterRefresh().after_refresh  # autoscaler/gcsettings.py
         self.refresher.listeners.append(self._collect_after_refresh)
-        self.hpas = build_hpa_watch(settings)
+        self.hpas = build_hpa_watch(settings, self.metrics)
         if self.hpas is not None:
             self.refresher.hpa_bounds = self.hpas.bounds
         if isinstance(self.discovery, DiscoveryScopes):  # asked by what it has: a targets file has no scopes

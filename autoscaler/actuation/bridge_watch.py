@@ -28,6 +28,7 @@ from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.raw import JSON, Endpoint, object_key, scope_name
+from autoscaler.kube.watch_health import LoopHealth, Watched, WatchHealth
 from autoscaler.kube.watch_news import ScopeLine, flushed_when_stopped, watch_news
 from autoscaler.model import RuntimeKey
 
@@ -92,7 +93,9 @@ class RuntimeScaleWatch:
         watch_timeout_s: int = 300,
         backoff_base_s: float = 1.0,
         backoff_cap_s: float = 30.0,
+        health: WatchHealth | None = None,
     ) -> None:
+        """`health` counts the watch's failures and says whether it is open (the adapter's metrics)."""
         self.scope = scope
         self._on_change = on_change
         # Indexed by runtime: `replicas_for` runs for runtimes warming up each refresh, and a scan of every
@@ -107,6 +110,7 @@ class RuntimeScaleWatch:
             backoff=partial(spread_delay, initial_s=backoff_base_s, cap_s=backoff_cap_s),
             request_timeout_s=client.request_timeout_s, watch_timeout_s=watch_timeout_s,
             log=log, name=f"replica bridge: RuntimeScale watch of {scope_name(scope)}",
+            health=None if health is None else LoopHealth(health, Watched.RUNTIME_SCALES),
         )
 
     async def run(self) -> None:

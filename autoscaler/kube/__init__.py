@@ -13,6 +13,7 @@ JSON calls, list + watch, patches, Leases and access reviews.
   connection settings as plain data, so that the serving workers of `serve --workers N` never load the library.
 - `backoff`: the capped, jittered exponential backoff every caller retries with.
 - `retry_guard`: `RetryGuard`, an owner's backoff and failure handler kept from ending its retrying loop.
+- `watch_health`: what those loops tell the adapter's metrics: each failure by its cause, whether a watch is open.
 - `user_agent`: what every client calls itself (`modelmesh-autoscaler/VERSION (PART)`), for the audit log.
 
 Library exceptions never leave this package. May import `autoscaler.model`, `autoscaler.names`,

@@ -27,6 +27,9 @@ failing spell, the repeats at DEBUG, with an INFO once a list is handed over or 
 (`RetryGuard.unexpected`). Nor can the owner's own `backoff` or `on_failure` stop it:
 one that raises (or a backoff that answers no wait) is said once at ERROR and the loop retries at
 `retry_guard.FALLBACK_BACKOFF` (`autoscaler.kube.retry_guard`).
+
+Each failure, by its cause, and whether the watch is open go to `health` (`autoscaler.kube.watch_health`): the
+adapter's `modelmesh_autoscaler_watch_failures_total` and `modelmesh_autoscaler_watch_established`.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from typing import Any, Final
 from autoscaler.kube.errors import KubeApiError, WatchExpiredError
 from autoscaler.kube.raw import JSON, Endpoint, Scope, describe, open_stream, read_json, scope_name, status_error
 from autoscaler.kube.retry_guard import RetryGuard
+from autoscaler.kube.watch_health import LoopHealth
 
 SHORT_WATCH_S: Final = 1.0
 """A watch that ends sooner than this with nothing in it is a "very short watch" (client-go's reflector)."""
@@ -72,6 +76,7 @@ class ListWatch:
         log: logging.Logger,
         name: str,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        health: LoopHealth | None = None,
     ) -> None:
         """`endpoint` is the generated list method of the resource in the scope (`autoscaler.kube.raw.Endpoint`);
         `filters` (e.g. `label_selector`) go with every list and watch.
@@ -79,7 +84,8 @@ class ListWatch:
         `request_timeout_s` bounds a list; `watch_timeout_s` is the server-side `timeoutSeconds` of one watch,
         which the client-side limit exceeds by `request_timeout_s`: it only catches a server that stopped
         talking. `name` is how `log` calls this loop (expiries at INFO, unexpected errors with a traceback).
-        `sleep` waits between attempts (tests record the waits instead)."""
+        `sleep` waits between attempts (tests record the waits instead). `health` is told of each failure, by
+        its cause, and of whether the watch is open (`autoscaler.kube.watch_health`): the adapter's metrics."""
         self.resource = resource
         self.scope = scope
         self._endpoint = endpoint
@@ -98,9 +104,18 @@ class ListWatch:
         copy at all, a refused watch only with a stale one."""
         self._name = name
         self._sleep = sleep
+        self._health = health
 
     async def run(self) -> None:
         """List then watch until cancelled: resume after a clean end, list again after 410, back off on errors."""
+        if self._health is not None:
+            self._health.started(self.scope)
+        try:
+            await self._run()
+        finally:
+            self._established(False)
+
+    async def _run(self) -> None:
         version: str | None = None
         consistent = not self._list_from_cache
         failures = expiries = 0
@@ -120,6 +135,7 @@ class ListWatch:
                                     self._name, pause)
                     await self._sleep(pause)
             except WatchExpiredError as error:
+                self._failed(error)
                 self._log.info("%s expired (%s); listing again", self._name, error)
                 version = None
                 consistent = True
@@ -127,12 +143,23 @@ class ListWatch:
                 if expiries > 1:  # expired again right after a fresh list: do not hammer the API server
                     await self._sleep(self._guard.wait(expiries - 1))
             except Exception as error:
+                self._failed(error)
                 failures += 1
                 if not isinstance(error, KubeApiError):
                     self._guard.unexpected(error, failures)
                 self._guard.tell_failure(error, failures)
                 retry_after = error.retry_after_s if isinstance(error, KubeApiError) else None
                 await self._sleep(self._guard.wait(failures, retry_after))
+
+    def _failed(self, error: Exception) -> None:
+        """Tell `health` of one failure: the watch is not open, and why."""
+        if self._health is not None:
+            self._health.failed(error)
+        self._established(False)
+
+    def _established(self, established: bool) -> None:
+        if self._health is not None:
+            self._health.established(self.scope, established)
 
     async def _list(self, consistent: bool) -> str:
         """Hand a fresh list to `on_list`; returns its resourceVersion to watch from."""
@@ -161,6 +188,7 @@ class ListWatch:
         response = await open_stream(call, what)
         carried = False
         try:
+            self._established(True)
             self._on_synced()
             while True:
                 try:

@@ -39,6 +39,7 @@ from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.paths import DEPLOYMENTS, collection_endpoint, deployment_endpoint
 from autoscaler.kube.raw import Scope, read_json, scope_name
 from autoscaler.kube.retry_guard import RetryGuard
+from autoscaler.kube.watch_health import LoopHealth, Watched, WatchHealth
 from autoscaler.log_lists import added_and_removed
 from autoscaler.model import RuntimeKey
 from autoscaler.names import SERVINGRUNTIME_DEPLOYMENT_PREFIX
@@ -75,6 +76,7 @@ class DeploymentResync:
         on_change: Callable[[], None],
         reread_interval_s: float = 2.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        health: WatchHealth | None = None,
     ) -> None:
         """`client` returns the started API client (it raises `KubeApiError` when there is none).
 
@@ -82,7 +84,8 @@ class DeploymentResync:
         in `namespaces` (None: all namespaces). `request_timeout_s` bounds each read; after a failure the next
         try comes after `backoff(n)` for the n-th failure in a row, never later than `resync_interval_s`.
         `on_change()` is called whenever `runtimes` changed. `reread_interval_s` paces the reads by name that
-        `reread` asks for. `sleep` waits between reads (tests record the waits instead).
+        `reread` asks for. `sleep` waits between reads (tests record the waits instead). `health` counts each
+        namespace's failed resync by its cause (the adapter's metrics; the reads by name are left to the resync).
         """
         self._client = client
         self._static = tuple(static)
@@ -95,6 +98,7 @@ class DeploymentResync:
         """The backoff cannot end the resync loop (`autoscaler.kube.retry_guard`)."""
         self._on_change = on_change
         self._sleep = sleep
+        self._health = None if health is None else LoopHealth(health, Watched.DEPLOYMENTS)
         self.runtimes: dict[RuntimeKey, RuntimeRecord] = {
             key: RuntimeRecord(key, fallback_selector(key)) for key in self._static
         }
@@ -228,6 +232,8 @@ class DeploymentResync:
 
         `first_attempt` is set once the first read has succeeded or failed."""
         failures = 0
+        if self._health is not None:
+            self._health.started(None)
         while True:
             try:
                 errors = await self._refresh()
@@ -251,6 +257,8 @@ class DeploymentResync:
         """Record each namespace's failed read, logging a namespace once when it starts failing and when it is
         readable again."""
         for scope, error in errors.items():
+            if self._health is not None:
+                self._health.failed(error)
             if not isinstance(error, KubeApiError):
                 log.error("Kubernetes discovery: unexpected error reading runtime Deployments in %s",
                           scope_name(scope), exc_info=error)

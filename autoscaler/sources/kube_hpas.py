@@ -43,6 +43,7 @@ from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.paths import HPAS, collection_endpoint
 from autoscaler.kube.raw import JSON, Scope, scope_name
 from autoscaler.kube.session import ClientFactory, KubeSession
+from autoscaler.kube.watch_health import LoopHealth, Watched, WatchHealth
 from autoscaler.kube.watch_news import ScopeLine, flushed_when_stopped, watch_news
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey
@@ -204,7 +205,9 @@ class HpaWatch:
         request_timeout_s: float = 10.0,
         watch_timeout_s: int = 60,
         backoff: Callable[[int], float] = RETRY_BACKOFF,
+        health: WatchHealth | None = None,
     ) -> None:
+        """`health` counts each watch's failures and says whether it is open (the adapter's metrics)."""
         self._session = KubeSession(client, "the HPA watch")
         self._scopes: tuple[Scope, ...] = tuple(dict.fromkeys(namespaces)) if namespaces else (None,)
         self._hpas: dict[Scope, dict[tuple[str, str], HpaBounds]] = {scope: {} for scope in self._scopes}
@@ -226,6 +229,7 @@ class HpaWatch:
                 on_synced=partial(self._set_ok, scope, True), on_failure=partial(self._failed, scope),
                 backoff=backoff, request_timeout_s=request_timeout_s, watch_timeout_s=watch_timeout_s,
                 log=log, name=f"HPA watch of {scope_name(scope)}",
+                health=None if health is None else LoopHealth(health, Watched.HPAS),
             )
             for scope in self._scopes
         )

@@ -44,6 +44,7 @@ from autoscaler.kube.errors import KubeApiError, KubeConfigError, WatchExpiredEr
 from autoscaler.kube.raw import Scope
 from autoscaler.kube.session import ClientFactory, KubeSession
 from autoscaler.kube.user_agent import user_agent
+from autoscaler.kube.watch_health import WatchHealth
 from autoscaler.model import RuntimeKey
 from autoscaler.names import MODELMESH_SERVICE_LABEL
 from autoscaler.sources.base import ALL_NAMESPACES, RuntimeInventory
@@ -120,6 +121,7 @@ class KubePodDiscovery:
         start_timeout_s: float | None = None,
         pod_label_selector: str = MODELMESH_SERVICE_LABEL,
         deployment_label_selector: str = MODELMESH_SERVICE_LABEL,
+        health: WatchHealth | None = None,
     ) -> None:
         """Configure discovery; nothing is contacted before `start()`.
 
@@ -139,6 +141,7 @@ class KubePodDiscovery:
 
         Health is per namespace (`healthy_for`, the `PodDiscovery` contract): a namespace whose pods cannot be
         watched (RBAC) keeps its own runtimes' snapshots `source_ok=False`, not the other namespaces'.
+        `health` counts the pod watches' and the Deployment resync's failures (the adapter's metrics).
         """
         static = tuple(dict.fromkeys(runtimes))
         if not static and not discover:
@@ -170,6 +173,7 @@ class KubePodDiscovery:
             backoff=self._backoff,
             on_change=self._changed,
             reread_interval_s=reread_interval_s,
+            health=health,
         )
         self._watches = tuple(
             PodWatch(
@@ -181,6 +185,7 @@ class KubePodDiscovery:
                 backoff=self._backoff,
                 on_change=self._changed,
                 on_runtime_pods=self._runtime_pods,
+                health=health,
             )
             for scope in scopes
         )

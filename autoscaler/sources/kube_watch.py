@@ -28,6 +28,7 @@ from kubernetes.aio.client import ApiClient
 from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.paths import PODS, collection_endpoint
 from autoscaler.kube.raw import JSON, Scope, scope_name
+from autoscaler.kube.watch_health import LoopHealth, Watched, WatchHealth
 from autoscaler.kube.watch_news import ScopeLine, flushed_when_stopped, watch_news
 from autoscaler.sources.kube_objects import (
     MODELMESH_NAME_LABEL,
@@ -75,6 +76,7 @@ class PodWatch:
         backoff: Callable[[int], float],
         on_change: Callable[[], None],
         on_runtime_pods: Callable[[str, str, bool], None] | None = None,
+        health: WatchHealth | None = None,
     ) -> None:
         """`client` returns the started API client (it raises `KubeApiError` when there is none).
 
@@ -82,7 +84,8 @@ class PodWatch:
         watch request, which the client-side limit exceeds by `request_timeout_s`. `backoff(n)` is the pause
         after the n-th failure in a row. `on_change()` is called whenever `pods` changed.
         `on_runtime_pods(namespace, deployment, present)` is called when a runtime's live pods go to none
-        (`present` False) or up from none (True).
+        (`present` False) or up from none (True). `health` counts the watch's failures and says whether it is open
+        (the adapter's metrics).
         """
         self.scope = scope
         self.pods: dict[PodName, PodRecord] = {}
@@ -111,6 +114,7 @@ class PodWatch:
             backoff=backoff, request_timeout_s=request_timeout_s, watch_timeout_s=watch_timeout_s,
             filters={"label_selector": label_selector}, list_from_cache=True,
             log=log, name=f"Kubernetes discovery: pod watch of {scope_name(scope)}",
+            health=None if health is None else LoopHealth(health, Watched.PODS),
         )
 
     async def run(self, first_attempt: asyncio.Event) -> None:
