@@ -275,17 +275,23 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
         raise TraceError(f"{name}: every row's requests is 0 ({len(counts):,} row{'s' if len(counts) > 1 else ''}): "
                          "nothing to replay; requests is the count of requests in each interval")
     read = len(times)
-    for line, t, model in zip(lost.lines, lost.times, lost.models, strict=True):  # their timestamps state the step
-        times.append(t)
-        models.append(index.setdefault(model, len(index)))
-        counts.append(0.0)
-        lines.append(line)
-    trace, ordered_lines = _in_order(np.frombuffer(times), np.frombuffer(models, dtype=np.int64), tuple(index),
-                                     np.frombuffer(counts), name, np.frombuffer(lines, dtype=np.int64), spaced)
-    trace, ordered_lines = _without_lines(trace, ordered_lines, lost.lines)
+    valued = (np.frombuffer(times), np.frombuffer(models, dtype=np.int64), np.frombuffer(counts),
+              np.frombuffer(lines, dtype=np.int64))
+    # The rows with requests decide the step (a row without a value off it was refused for its time), where their
+    # timestamps are more than one
+    one_time = bool((valued[0] == valued[0][0]).all())
+    try:
+        stated = _stated_by_lost(valued, index, lost, name, spaced) if one_time else None
+        trace, ordered_lines = stated or _in_order(valued[0], valued[1], tuple(index), valued[2], name, valued[3],
+                                                   spaced)
+    except TraceError:
+        stated = _stated_by_lost(valued, index, lost, name, spaced)
+        if stated is None:
+            raise
+        trace, ordered_lines = stated
     notes = [f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
              f"{', '.join(others)}"] if others else []
-    notes += lost.notes(read, trace.models)
+    notes += lost.notes(read, trace)
     cells = lost.cells(trace)
     notes += gap_notes(trace, ordered_lines, cells)
     notes += missing_notes(trace, ordered_lines, QUIET_GAP_S, cells)
@@ -293,6 +299,30 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     notes += step_notes(trace, ordered_lines)
     notes += counter_notes(trace)
     return replace(trace, notes=trace.notes + tuple(notes)) if notes else trace
+
+
+def _stated_by_lost(valued: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], index: dict[str, int],
+                    lost: LostScrapes, name: str,
+                    spaced: Mapping[str, tuple[str, int]]) -> tuple[Trace, list[int]] | None:
+    """The trace where the timestamps of the rows without a value state the step that those with requests alone
+    do not (a sparse export whose one row a step after the first was a lost scrape was refused as off a 7-minute
+    step), read with them as rows of 0 then without them; None where it does not read that way either. A row
+    without a value beside a value of its model and time is no repeat (`_in_order`'s `lost_rows`)."""
+    if not lost.lines:
+        return None
+    times, models, counts, lines = valued
+    extra = np.fromiter((index.setdefault(model, len(index)) for model in lost.models), dtype=np.int64,
+                        count=len(lost.models))
+    lost_rows = np.concatenate([np.zeros(len(times), dtype=bool), np.ones(len(extra), dtype=bool)])
+    try:
+        trace, ordered_lines = _in_order(np.concatenate([times, np.asarray(lost.times)]),
+                                         np.concatenate([models, extra]), tuple(index),
+                                         np.concatenate([counts, np.zeros(len(extra))]), name,
+                                         np.concatenate([lines, np.asarray(lost.lines, dtype=np.int64)]), spaced,
+                                         lost_rows)
+    except TraceError:
+        return None
+    return _without_lines(trace, ordered_lines, lost.lines)
 
 
 def _without_lines(trace: Trace, ordered_lines: list[int], dropped: Sequence[int]) -> tuple[Trace, list[int]]:
@@ -325,19 +355,24 @@ def from_rows(times: list[float], names: list[str], counts: list[float], name: s
 
 
 def _in_order(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: np.ndarray, name: str,
-              lines: np.ndarray, spaced: Mapping[str, tuple[str, int]] | None = None) -> tuple[Trace, list[int]]:
+              lines: np.ndarray, spaced: Mapping[str, tuple[str, int]] | None = None,
+              lost_rows: np.ndarray | None = None) -> tuple[Trace, list[int]]:
     """`_checked` on the rows in one order whatever the file's: models numbered by name (`by_name`), rows by time,
     then model (sums then come in one order too), and the file lines of the rows so ordered, for the notes.
-    `spaced`: names written with spaces around them (as written, and the first line), for the error they cause."""
+    `spaced`: names written with spaces around them (as written, and the first line), for the error they cause.
+    `lost_rows`: which rows are without a value (read for their timestamps alone): no repeat of a row beside them."""
     models, model = by_name(models, model)
     rows = np.lexsort((model, t))  # stable: rows repeating a model and time keep their file order
     ordered: list[int] = lines[rows].tolist()
-    return _checked(t[rows], model[rows], models, counts[rows], name, ordered, spaced or {}), ordered
+    return _checked(t[rows], model[rows], models, counts[rows], name, ordered, spaced or {},
+                    None if lost_rows is None else lost_rows[rows]), ordered
 
 
 def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: np.ndarray, name: str,
-             lines: Sequence[int] | None, spaced: Mapping[str, tuple[str, int]]) -> Trace:
-    """The Trace of rows as arrays (time, model index into `models`, requests); infers and checks the interval."""
+             lines: Sequence[int] | None, spaced: Mapping[str, tuple[str, int]],
+             lost_rows: np.ndarray | None = None) -> Trace:
+    """The Trace of rows as arrays (time, model index into `models`, requests); infers and checks the interval.
+    `lost_rows`: the rows without a value, left out of the check for a model repeated in an interval."""
 
     def line_of(row: int) -> int:
         return lines[row] if lines is not None else row + 2
@@ -366,7 +401,9 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
     off = np.abs(position - slot) > 1e-6
     if (problem := off_grid_problem(distinct, gaps, interval, t, off, line_of)) is not None:
         raise TraceError(f"{name}: {problem}")
-    if (problem := repeated_problem(t, slot, model, models, spaced, line_of)) is not None:
+    kept = np.arange(len(t)) if lost_rows is None else np.flatnonzero(~lost_rows)
+    if (problem := repeated_problem(t[kept], slot[kept], model[kept], models, spaced,
+                                    lambda row: line_of(int(kept[row])))) is not None:
         raise TraceError(f"{name}: {problem}")
     notes = () if len(gaps) else (f"the trace has one timestamp, so no step to infer its interval from: taken as "
                                   f"{interval:g} s (the requests of each row arrive over {interval:g} s)",)

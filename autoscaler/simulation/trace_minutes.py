@@ -6,19 +6,31 @@ spreadsheets of per-minute counts. Refusing it for its header made every user wr
 code; trace.py reads it as the trace it is: minute k of the file is the interval starting at (k - 1) * 60 s.
 The model is the `HashFunction` column where there is one (Azure hashes a function's name with its app, so it
 names one function), else the first column. A function under two triggers is on two rows: they are one
-model, their requests added up, and said so.
+model, their requests added up, and said so. A cell written empty, NaN or null (pandas' and Grafana's exports of
+such a table with gaps) is a lost scrape, read as no row and said in one warning, as a trace's rows are
+(trace_file.LostScrapes): it refused the table at its first.
 """
 
 from __future__ import annotations
 
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
 
-from autoscaler.simulation.trace_file import TraceError, by_name, number_field
+from autoscaler.simulation.trace_file import (
+    LOST_LINES_SHOWN,
+    LostScrapes,
+    TraceError,
+    by_name,
+    lost_note,
+    lost_refusal,
+    never_valued,
+    number_field,
+)
 
 MINUTE_S: Final = 60.0
 MODEL_COLUMN: Final = "hashfunction"
@@ -41,6 +53,41 @@ class MinuteRows:
     model: np.ndarray
     requests: np.ndarray
     notes: tuple[str, ...]
+
+
+class LostMinutes:
+    """A table's cells written empty, NaN or null: how many, the first few (line and minute), and each model's
+    count, for the one warning (`lost_note`) or the refusal of a table of nothing else."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.shown: list[str] = []
+        self.by_model: Counter[str] = Counter()
+        self.valued: set[str] = set()  # models with a cell that is a count
+
+    def add(self, line: int, model: str, lost: np.ndarray) -> None:
+        """The cells of one row (`lost`: which are lost scrapes)."""
+        if len(lost) > (here := int(lost.sum())):
+            self.valued.add(model)
+        if not here:
+            return
+        self.count += here
+        self.by_model[model] += here
+        for minute in np.flatnonzero(lost)[:LOST_LINES_SHOWN - len(self.shown)].tolist():
+            self.shown.append(f"line {line}: minute {minute + 1}")
+
+    def _where(self) -> str:
+        return ", ".join(self.shown) + (", ..." if self.count > len(self.shown) else "")
+
+    def notes(self, cells: int) -> list[str]:
+        """The warning for a table of `cells` cells (none where none is lost)."""
+        if not self.count:
+            return []
+        return [lost_note(self.count, cells, "cell", self._where(), never_valued(self.by_model, self.valued, "cell"),
+                          "write 0")]
+
+    def refusal(self, name: str) -> str:
+        return lost_refusal(name, "cell", self.count, self._where())
 
 
 def minute_columns(header: Sequence[str]) -> tuple[int, int] | None:
@@ -76,6 +123,7 @@ def read_minutes(numbered: Iterator[tuple[int, list[str]]], header: Sequence[str
     slots, models, counts = array("q"), array("q"), array("d")
     row_models = array("q")  # each row's model: which are on more than one row
     index: dict[str, int] = {}
+    lost = LostMinutes()
     rows = 0
     for line, row in numbered:
         if len(row) != width:
@@ -86,7 +134,9 @@ def read_minutes(numbered: Iterator[tuple[int, list[str]]], header: Sequence[str
         if not label:
             raise TraceError(f"{name}: line {line}: {header[at_model].strip()} (the model) is empty")
         cells = _counts(row[first:end], f"{name}: line {line}")
-        busy = np.flatnonzero(cells)
+        lost_here = np.isnan(cells)
+        lost.add(line, label, lost_here)
+        busy = np.flatnonzero(cells > 0)  # NaN, a lost scrape, is no row
         at = index.setdefault(label, len(index))
         row_models.append(at)
         slots.frombytes(busy.astype(np.int64).tobytes())
@@ -100,10 +150,14 @@ def read_minutes(numbered: Iterator[tuple[int, list[str]]], header: Sequence[str
     slot, model = np.frombuffer(slots, dtype=np.int64), np.frombuffer(models, dtype=np.int64)
     requests = np.frombuffer(counts)
     if not len(requests) and not all_zero_ok:
-        raise TraceError(f"{name}: every cell is 0 ({rows:,} row{'s' if rows > 1 else ''} of {minutes:,} minutes): "
-                         "nothing to replay")
+        if lost.count == rows * minutes:
+            raise TraceError(lost.refusal(name))
+        lost_too = f", {lost.count:,} of them empty, NaN or null" if lost.count else ""
+        raise TraceError(f"{name}: every cell is 0 ({rows:,} row{'s' if rows > 1 else ''} of {minutes:,} minutes"
+                         f"{lost_too}): nothing to replay")
     notes = [f"{READ_AS} (a row per model and a column per minute, as Azure Functions' trace "
              f"comes): {len(index):,} models from column {header[at_model].strip()!r}, {minutes:,} minutes"]
+    notes += lost.notes(rows * minutes)
     if rows > len(index):
         slot, model, requests = _added_up(slot, model, requests, len(index))
         repeated = int((np.bincount(np.frombuffer(row_models, dtype=np.int64)) > 1).sum())
@@ -118,6 +172,8 @@ def read_minutes(numbered: Iterator[tuple[int, list[str]]], header: Sequence[str
 
 
 def _counts(cells: list[str], where: str) -> np.ndarray:
+    """The row's counts, NaN for a cell written empty, NaN or null (a lost scrape); TraceError names the minute of
+    the first cell that is neither."""
     try:  # a whole row at once; a row numpy refuses goes the long way, which names the cell's minute
         values = np.asarray(cells, dtype=np.float64)
         if np.isfinite(values).all() and (values >= 0).all():
@@ -126,6 +182,9 @@ def _counts(cells: list[str], where: str) -> np.ndarray:
         pass
     values = np.empty(len(cells))
     for minute, text in enumerate(cells, start=1):
+        if LostScrapes.holds(text):
+            values[minute - 1] = np.nan
+            continue
         values[minute - 1] = number_field(text, "requests", f"{where}: minute {minute}")
         if values[minute - 1] < 0:
             raise TraceError(f"{where}: minute {minute}: requests must be >= 0, got {text!r}")

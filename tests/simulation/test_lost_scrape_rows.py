@@ -5,10 +5,14 @@ lost went without a word, and `null` was refused as "requests must be a number".
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from autoscaler.simulation.trace import read_csv
 from tests.simulation.runs import report, simulate, write_trace
 
 EPOCH = 1764547200  # 2025-12-01T00:00:00Z
@@ -55,3 +59,60 @@ def test_grafanas_null_is_a_lost_scrape_as_nan_is(tmp_path: Path, lost: str) -> 
     [said] = warnings_of(result.stderr)
     assert "6 of 180 rows" in said and "lines 32, 33, 34, 35, 36, ..." in said, said
     assert report(tmp_path)["trace"]["requests"] == 58 * 3 * 40
+
+
+def test_a_lost_scrape_beside_a_value_of_the_same_model_and_time_leaves_the_value(tmp_path: Path) -> None:
+    """Grafana merging two series of one model (two pods' exports, one of which lost a scrape) writes a NaN row
+    beside the other's value at the same time: refused as "model 'web' ... is listed twice". The value stands,
+    and the lost scrape is said in the one warning, as beside a value."""
+    rows = "".join(f"{EPOCH + 60 * k},web,30\n" for k in range(60))
+    rows += f"{EPOCH + 60 * 20},web,NaN\n{EPOCH + 60 * 21},web,\n"
+    result = simulate(tmp_path, write_trace(tmp_path, rows), "--policies", "mean-hpa")
+    assert result.returncode == 0, result.stderr
+    [said] = warnings_of(result.stderr)
+    assert ("2 of 62 rows have requests empty, NaN or null (lines 62, 63; 2 of them beside a value of the same "
+            "model and time, which stands)") in said, said
+    assert report(tmp_path)["trace"]["requests"] == 60 * 30
+
+
+def test_a_lost_scrape_off_the_step_is_said_as_one_not_refused_for_its_time(tmp_path: Path) -> None:
+    """A `null` row 10 s past a minute in a 60 s export (a series scraped at its own offset, every point lost):
+    refused as "line 102: timestamp ... is off the 60 s step ... move it onto the 60 s step, or remove it", no
+    word of its being a lost scrape. A row without a value decides no step: read at 60 s, and counted."""
+    rows = "".join(f"{EPOCH + 60 * k},web,30\n" for k in range(100)) + f"{EPOCH + 130},web,null\n"
+    result = simulate(tmp_path, write_trace(tmp_path, rows), "--policies", "mean-hpa")
+    assert result.returncode == 0, result.stderr
+    [said] = warnings_of(result.stderr)
+    assert "1 of 101 rows have requests empty, NaN or null (line 102; 1 of them off the trace's 60 s step)" in said, (
+        said)
+    assert report(tmp_path)["trace"]["interval_s"] == 60
+    assert report(tmp_path)["trace"]["requests"] == 100 * 30
+
+
+LOST_CELLS = st.sampled_from(["NaN", "null", "", "nan", " NULL "])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(step=st.sampled_from([1, 15, 60, 300]), intervals=st.integers(2, 80), models=st.integers(1, 3),
+       lost=st.lists(st.tuples(st.floats(-2.0, 2.0), st.integers(0, 3), LOST_CELLS), min_size=1, max_size=12),
+       seed=st.integers(0, 2**16))
+def test_lost_scrapes_anywhere_change_nothing_read_and_are_all_counted(tmp_path: Path, step: int, intervals: int,
+                                                                        models: int,
+                                                                        lost: list[tuple[float, int, str]],
+                                                                        seed: int) -> None:
+    """Whatever the times of the rows without a value (on the step or off it, beside a value or not, before the
+    first row or after the last) and their models (one with no other row too): the trace reads as it does
+    without them, and the one warning counts every one of them."""
+    rng = random.Random(seed)
+    valued = [f"{EPOCH + step * k},m{m},{rng.randint(1, 50)}\n" for k in range(intervals) for m in range(models)]
+    rows = list(valued)
+    for at, model, cell in lost:  # `at`: where in the trace's span, as a share of it past its start
+        rows.insert(rng.randint(0, len(rows)), f"{EPOCH + round(at * step * intervals, 3)},m{model},{cell}\n")
+    alone = read_csv(write_trace(tmp_path, "".join(valued)))
+    read = read_csv(write_trace(tmp_path, "".join(rows)))
+    assert (read.models, read.start_s, read.interval_s, read.intervals) == (
+        alone.models, alone.start_s, alone.interval_s, alone.intervals)
+    assert sorted(zip(read.slot.tolist(), read.model.tolist(), read.requests.tolist(), strict=True)) == sorted(
+        zip(alone.slot.tolist(), alone.model.tolist(), alone.requests.tolist(), strict=True))
+    [said] = [note for note in read.notes if "empty, NaN or null" in note]
+    assert said.startswith(f"{len(lost):,} of {len(rows):,} rows have requests empty, NaN or null"), said

@@ -177,3 +177,73 @@ def test_a_spreadsheets_trailing_comma_reads_the_same_and_another_azure_file_is_
     assert result.stderr.strip().endswith(
         "missing timestamp_s; missing model; missing requests; or a per-minute table: a row per model, then "
         "columns named 1, 2, ... for its minutes")
+
+
+def test_a_tables_lost_cells_are_read_as_no_row_and_said_once(tmp_path: Path) -> None:
+    """pandas writes a table's missing values as empty cells, Grafana as `null`, and NaN is what both read: the
+    long trace read such rows as lost scrapes, the table refused its first ("minute 2: requests must be a
+    number, got ''"). Each is read as no row, and one warning, in the long trace's words, counts them, names
+    their first lines and minutes, and the function whose every cell is one (it replays none)."""
+    day = day_file(tmp_path / "d.csv", [("f-a", "http", {1: 2, 2: "", 3: "NaN", 1440: 3}),
+                                        ("f-b", "timer", {**HOURLY, 7: "null", 8: " nan "}),
+                                        ("f-c", "http", {})], minutes=1440)
+    text = day.read_text().splitlines()
+    text[3] = ",".join(text[3].split(",")[:4] + ["NaN"] * 1440)  # f-c: never scraped
+    day.write_text("\n".join(text) + "\n")
+    result = simulate(tmp_path, day, "--policies", "fixed")
+    assert result.returncode == 0, result.stderr
+    [said] = [line for line in result.stderr.splitlines() if "empty, NaN or null" in line]
+    assert said.endswith("write 0"), said
+    assert said.startswith("simulate: warning: 1,444 of 4,320 cells have requests empty, NaN or null (line 2: "
+                           "minute 2, line 2: minute 3, line 3: minute 7, line 3: minute 8, line 4: minute 1, ...), "
+                           "as Grafana and pandas write lost scrapes: read as no row, so their models replay no "
+                           "requests in those intervals; model 'f-c' has no cell with requests (all 1,440 of its "
+                           "cells), so it replays none"), said
+    written = report(tmp_path)
+    assert written["trace"]["requests"] == 2 + 3 + 24
+    assert [f"simulate: warning: {w}" for w in written["warnings"] if "empty, NaN or null" in w] == [said]
+
+
+def test_a_table_of_nothing_but_lost_cells_is_refused_as_the_long_trace_is(tmp_path: Path) -> None:
+    day = day_file(tmp_path / "d.csv", [("f-a", "http", {})], minutes=3)
+    day.write_text(day.read_text().replace(",0,0,0", ",NaN,,null"))
+    result = simulate(tmp_path, day)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"{FAILED}{day}: every cell's requests is empty, NaN or null (3 cells: line 2: minute 1, line 2: minute 2, "
+        "line 2: minute 3): nothing to replay; fill them with the requests of each interval")
+
+
+def test_the_converter_reads_lost_cells_as_no_row_and_says_so(tmp_path: Path) -> None:
+    day = day_file(tmp_path / "d01.csv", [("f-a", "http", {1: 4, 2: "NaN", 3: 5})], minutes=4)
+    result = convert(day, "--out", tmp_path / "trace.csv", "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert f"{day}: 1 of 4 cells have requests empty, NaN or null (line 2: minute 2)" in result.stderr
+    trace = read_csv(tmp_path / "trace.csv")
+    assert sorted((s, r) for s, r in zip(trace.slot.tolist(), trace.requests.tolist(), strict=True) if r) == [
+        (0, 4.0), (2, 5.0)]  # and a row of 0 that states the step, as the converter writes
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(table=st.lists(st.lists(st.one_of(st.integers(0, 9).map(str), st.sampled_from(["", "NaN", "null", " nan "])),
+                               min_size=4, max_size=4), min_size=1, max_size=5))
+def test_a_tables_lost_cells_read_as_cells_of_0_and_are_all_counted(tmp_path: Path, table: list[list[str]]) -> None:
+    """Wherever a table's cells are written empty, NaN or null, and however spelt: the trace read is that of the
+    table with 0 in them, and the one warning counts every one of them (a table of nothing but them is refused)."""
+    lost = {"", "NaN", "null", " nan "}
+    if all(cell in lost or cell == "0" for row in table for cell in row):
+        table[0][0] = "1"
+    header = "HashFunction,1,2,3,4\n"
+    written = tmp_path / "lost.csv"
+    written.write_text(header + "".join(f"f{i},{','.join(row)}\n" for i, row in enumerate(table)))
+    zeros = tmp_path / "zeros.csv"
+    zeros.write_text(header + "".join(f"f{i},{','.join('0' if c in lost else c for c in row)}\n"
+                                      for i, row in enumerate(table)))
+    read, want = read_csv(written), read_csv(zeros)
+    assert (read.models, read.intervals) == (want.models, want.intervals)
+    assert sorted(zip(read.slot.tolist(), read.model.tolist(), read.requests.tolist(), strict=True)) == sorted(
+        zip(want.slot.tolist(), want.model.tolist(), want.requests.tolist(), strict=True))
+    count = sum(cell in lost for row in table for cell in row)
+    said = [note for note in read.notes if "empty, NaN or null" in note]
+    assert said == ([] if not count else [said[0]]), read.notes
+    assert not count or said[0].startswith(f"{count:,} of {4 * len(table):,} cells have requests empty"), said
