@@ -329,3 +329,41 @@ def test_one_models_lost_scrapes_written_as_nan_are_not_named_again_as_its_silen
     trace = read_csv(write_trace(tmp_path, grafana({(i, 0) for i in range(200, 360)}, "NaN")))
     assert [note for note in trace.notes if "160 of 1,920 rows have requests empty, NaN or null" in note], trace.notes
     assert not [note for note in trace.notes if "has no rows for" in note], trace.notes
+
+
+def down_with_an_outage(model: int, first: int, minutes: int, outage_first: int, outage: int, seed: int) -> str:
+    """Six hours at 60 s of four busy models (75 to 150 requests a minute each), model m<model> without rows for
+    `minutes` from `first`, every model without rows for `outage` minutes from `outage_first`."""
+    rng = random.Random(seed)
+    return "".join(f"{EPOCH + 60 * i},m{m},{rng.randint(75, 150)}\n" for i in range(MINUTES) for m in range(4)
+                   if not (m == model and first <= i < first + minutes)
+                   and not outage_first <= i < outage_first + outage)
+
+
+def test_a_models_silence_with_a_collector_outage_inside_is_named_whole(tmp_path: Path) -> None:
+    """m0's target down 40 minutes, the collector down 10 minutes inside them (no model's rows): only the 10
+    minutes were named ("no rows at all for 10 min"), as the other models had rows in 75% of m0's silence, under
+    the 90% a model's silence is named for. Both are named now: m0's 40 minutes, saying that 10 of them are the
+    trace's own silence, and the trace's 10 minutes."""
+    trace = read_csv(write_trace(tmp_path, down_with_an_outage(0, 150, 40, 165, 10, seed=5)))
+    [model] = [note for note in trace.notes if "has no rows for" in note]
+    assert ("model 'm0' has no rows for 40 min between its rows at 1764556140 (2025-12-01T02:29:00Z) and at "
+            "1764558600 (2025-12-01T03:10:00Z) (line ") in model, model
+    assert "10 min of them without any model's rows" in model, model
+    [whole] = [note for note in trace.notes if "no rows at all" in note]
+    assert "no rows at all for 10 min between the rows at 1764557040 (2025-12-01T02:44:00Z)" in whole, whole
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(model=st.integers(0, 3), first=st.integers(10, MINUTES - 120), minutes=st.integers(10, 110),
+       outage=st.integers(1, 105), where=st.floats(0.0, 1.0), seed=st.integers(0, 2**16))
+def test_a_busy_models_silence_is_named_whole_whatever_trace_wide_silence_is_inside(
+        tmp_path: Path, model: int, first: int, minutes: int, outage: int, where: float, seed: int) -> None:
+    """Wherever inside a busy model's silence a stretch without any model's rows falls, however long, while the
+    other models report for the HPA's 5-minute scale-down window or more of it: the model's silence is named
+    at its whole length."""
+    outage = min(outage, minutes - 5)
+    outage_first = first + round(where * (minutes - outage))
+    trace = read_csv(write_trace(tmp_path, down_with_an_outage(model, first, minutes, outage_first, outage, seed)))
+    [note] = [note for note in trace.notes if "has no rows for" in note]
+    assert f"model 'm{model}' has no rows for {span_text(60 * minutes)} between" in note, note
