@@ -147,10 +147,14 @@ def _on_schedule(at: np.ndarray, peers: np.ndarray, kin: np.ndarray) -> np.ndarr
     inside a batch's runs split the spacings they fall in; and not of the peers alone: a job on 2 minutes of
     every 13 at 15 requests a minute left few silences busy on average around them, spaced by chance 26 or 39
     minutes apart, and its rhythm went unseen. Lost scrapes fall where they fall: few have another a period
-    away. None where fewer than `RHYTHM_COUNT` kin keep it."""
+    away. None where fewer than `RHYTHM_COUNT` kin keep it, or no spacing of theirs recurs (five lost silences
+    33 to 133 minutes apart took the smallest for a period, and 34 lost minutes put one a period from each)."""
     if len(kin) < RHYTHM_COUNT or not len(peers):
         return np.zeros(len(peers), dtype=bool)
-    period = int(np.argmax(np.bincount(np.diff(at[kin]))))
+    spacings = np.bincount(np.diff(at[kin]))
+    period = int(np.argmax(spacings))
+    if spacings[period] < 2:  # no spacing recurs: no schedule (the smallest was taken, and lost minutes kept it)
+        return np.zeros(len(peers), dtype=bool)
     within = int(SPACED_WITHIN * period)
     partnered = np.zeros(len(kin), dtype=bool)
     for shift in (-period, period):

@@ -173,6 +173,8 @@ def test_twelve_collector_restarts_in_busy_traffic_are_warned_about(tmp_path: Pa
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lost=st.integers(1, MINUTES // 10), seed=st.integers(0, 2**16))
 @example(lost=5, seed=328).via("four of the five lost minutes 71 minutes from another: taken for a schedule")
+@example(lost=34, seed=29).via("five silences of 2 or 3 minutes, no spacing of theirs recurring: the smallest, 33, "
+                               "taken for a period, and a lost minute a period from each")
 def test_any_number_of_scattered_lost_minutes_in_a_busy_export_is_warned_about_in_one_line(
         tmp_path: Path, lost: int, seed: int) -> None:
     """However many minutes (up to a tenth of the trace) are lost at random from a busy 60 s export, one line
