@@ -78,7 +78,8 @@ def test_a_lost_scrape_beside_a_value_of_the_same_model_and_time_leaves_the_valu
 def test_a_lost_scrape_off_the_step_is_said_as_one_not_refused_for_its_time(tmp_path: Path) -> None:
     """A `null` row 10 s past a minute in a 60 s export (a series scraped at its own offset, every point lost):
     refused as "line 102: timestamp ... is off the 60 s step ... move it onto the 60 s step, or remove it", no
-    word of its being a lost scrape. A row without a value decides no step: read at 60 s, and counted."""
+    word of its being a lost scrape. A row without a value off the step is not refused for its time: read at 60 s,
+    and counted."""
     rows = "".join(f"{EPOCH + 60 * k},web,30\n" for k in range(100)) + f"{EPOCH + 130},web,null\n"
     result = simulate(tmp_path, write_trace(tmp_path, rows), "--policies", "mean-hpa")
     assert result.returncode == 0, result.stderr
@@ -116,3 +117,13 @@ def test_lost_scrapes_anywhere_change_nothing_read_and_are_all_counted(tmp_path:
         zip(alone.slot.tolist(), alone.model.tolist(), alone.requests.tolist(), strict=True))
     [said] = [note for note in read.notes if "empty, NaN or null" in note]
     assert said.startswith(f"{len(lost):,} of {len(rows):,} rows have requests empty, NaN or null"), said
+
+
+def test_an_export_with_every_other_scrape_lost_reads_at_its_own_step(tmp_path: Path) -> None:
+    """A 60 s export whose every other scrape was lost (values 120 s apart, NaN rows between them on the minute) is
+    a 60 s export: read at 120 s, each row's 60 s of requests were spread over two minutes, half the load."""
+    rows = "".join(f"{EPOCH + 60 * k},web,{30 if k % 2 == 0 else 'NaN'}\n" for k in range(120))
+    result = simulate(tmp_path, write_trace(tmp_path, rows), "--policies", "mean-hpa")
+    assert result.returncode == 0, result.stderr
+    assert report(tmp_path)["trace"]["interval_s"] == 60
+    assert report(tmp_path)["trace"]["requests"] == 60 * 30
