@@ -1,8 +1,8 @@
 """Reading the runtime out of the HPA's `labelSelector` (docs/design.md, What the adapter serves).
 
 The HPA sends `metric.selector` as a label selector string. It must name exactly one runtime, by
-`deployment=<name>` or `servingruntime=<name>`; `==` and a one-value `in (...)` mean the same. Anything else
-is answered with a 400 that says what to write instead.
+`deployment=<name>` or `servingruntime=<name>`; `==` and `in (...)` whose values name that one runtime mean the
+same. Anything else is answered with a 400 that says what to write instead.
 """
 
 from __future__ import annotations
@@ -20,12 +20,21 @@ HELP = (
     f"labelSelector must name one runtime: '{SELECTOR_DEPLOYMENT}=<Deployment name>' or "
     f"'{SELECTOR_SERVINGRUNTIME}=<ServingRuntime name>'"
 )
-# A label value: empty or up to 63 characters, alphanumeric at both ends, '-', '_', '.' inside.
-_VALUE = r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
-# Whitespace is blanks and tabs only, and the whole requirement must match (`fullmatch`, not `$`, which also
-# matches before a final newline): `deployment=x\n` is refused, not read as `deployment=x`.
-_EQUALITY = re.compile(rf"[ \t]*([A-Za-z0-9./_-]+)[ \t]*(==|=)[ \t]*({_VALUE})[ \t]*")
-_IN = re.compile(rf"[ \t]*([A-Za-z0-9./_-]+)[ \t]+in[ \t]*\([ \t]*({_VALUE})[ \t]*\)[ \t]*")
+_VALUE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)")
+"""A label value, but for the empty one: up to 63 characters, alphanumeric at both ends, '-', '_', '.' inside."""
+BLANKS = " \t\r\n"
+"""What apimachinery's selector lexer skips between tokens (`isWhitespace`): a `deployment=x` with a line break
+before or after any token (`%0A` sent by a script's heredoc or a YAML block scalar) names `x`, as
+kube-apiserver reads it. Nothing else is whitespace: a vertical tab or a Unicode space is part of a token, and
+so a key or value no label holds. No refusal strips them from the requirement it quotes (`repr` shows them), and
+an accepted selector gives a name of label characters only, so none of them reaches a log line."""
+_W = "[ \t\r\n]"
+_KEY = r"[A-Za-z0-9./_-]+"
+# The whole requirement must match (`fullmatch`; `$` would also match before a final newline). An equality's
+# value is whatever is left (DOTALL: a line break inside it too), checked against `_VALUE` afterwards so that a
+# bad one is named; a set's values are what lies between its commas.
+_EQUALITY = re.compile(rf"{_W}*({_KEY}){_W}*(?:==|=){_W}*(.*?){_W}*", re.DOTALL)
+_IN = re.compile(rf"{_W}*({_KEY}){_W}+in{_W}*\(([^()]*)\){_W}*")
 _MAX_SELECTOR_LENGTH = 1024
 
 
@@ -70,22 +79,19 @@ few MiB for real selectors (`deployment=<name>`, under 100 bytes)."""
 def deployment_from_selector(selector: str | None) -> str:
     """The runtime Deployment the selector names. Cached (`SELECTOR_CACHE_SIZE`): an HPA sends the same
     selector every sync, and the answer depends on nothing else (refusals raise, so they are not cached)."""
-    if selector is None or not selector.strip():
+    if selector is None or not selector.strip(BLANKS):
         raise SelectorError(f"missing labelSelector; {HELP}")
     if len(selector) > _MAX_SELECTOR_LENGTH:
         raise SelectorError(f"labelSelector is longer than {_MAX_SELECTOR_LENGTH} characters; {HELP}")
     deployments: set[str] = set()
     for requirement in _split_requirements(selector):
-        match = _EQUALITY.fullmatch(requirement) or _IN.fullmatch(requirement)
-        if match is None:
-            raise SelectorError(f"{_unsupported(requirement)}; {HELP}")
-        key, value = match.group(1), match.group(match.lastindex or 2)
-        if not value:
-            raise SelectorError(f"empty value for {key!r} in labelSelector; {HELP}")
+        key, values = _key_and_values(requirement)
+        for value in sorted(values):  # the same one named each time a set holds several bad ones
+            _check_value(key, value)
         if key == SELECTOR_DEPLOYMENT:
-            deployments.add(value)
+            deployments.update(values)
         elif key == SELECTOR_SERVINGRUNTIME:
-            deployments.add(SERVINGRUNTIME_DEPLOYMENT_PREFIX + value)
+            deployments.update(SERVINGRUNTIME_DEPLOYMENT_PREFIX + value for value in values)
         else:
             raise SelectorError(f"unknown label {key!r}{_did_you_mean(key)} in labelSelector; {HELP}")
     if len(deployments) != 1:
@@ -93,24 +99,28 @@ def deployment_from_selector(selector: str | None) -> str:
     return deployments.pop()
 
 
-_LOOSE_EQUALITY = re.compile(r"[ \t]*([A-Za-z0-9./_-]+)[ \t]*(==|=|!=)[ \t]*(.*?)[ \t]*")
+def _key_and_values(requirement: str) -> tuple[str, set[str]]:
+    """The key and the values of `key=value`, `key==value` or `key in (values)`: a set, as apimachinery
+    makes it, so `in (x,x)` is `x` alone and `in (a,b)` two runtimes; `()` is the empty value. Any other form
+    is refused, quoted as sent (`repr`: a line break or a control character shows)."""
+    if (equality := _EQUALITY.fullmatch(requirement)) is not None:
+        return equality.group(1), {equality.group(2)}
+    if (in_set := _IN.fullmatch(requirement)) is not None:
+        return in_set.group(1), {value.strip(BLANKS) for value in in_set.group(2).split(",")}
+    raise SelectorError(f"unsupported requirement {requirement!r} in labelSelector (taken: key=value, "
+                        f"key==value, key in (value)); {HELP}")
 
 
-def _unsupported(requirement: str) -> str:
-    """Why a requirement is refused: for `key=value` whose value no label can hold, what is wrong with it, in
-    kube-apiserver's words (`deployment=-bad-` and a 64-character name read only "unsupported requirement");
-    else the forms taken."""
-    loose = _LOOSE_EQUALITY.fullmatch(requirement)
-    if loose is not None and loose.group(2) != "!=":
-        key, value = loose.group(1), loose.group(3)
-        if not value:
-            return f"empty value for {key!r} in labelSelector"
+def _check_value(key: str, value: str) -> None:
+    """Refuse a value no label can hold, saying why in kube-apiserver's words (`deployment=-bad-` and a
+    64-character name read only "unsupported requirement"), before the key is looked at."""
+    if not value:
+        raise SelectorError(f"empty value for {key!r} in labelSelector; {HELP}")
+    if _VALUE.fullmatch(value) is None:
         problem = (f"must be no more than 63 characters, not {len(value)}" if len(value) > 63 else
                    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
                    "alphanumeric character")
-        return f"invalid label value {value!r} for {key!r} in labelSelector: {problem}"
-    return (f"unsupported requirement {requirement.strip()!r} in labelSelector (taken: key=value, key==value, "
-            "key in (value))")
+        raise SelectorError(f"invalid label value {value!r} for {key!r} in labelSelector: {problem}; {HELP}")
 
 
 def _did_you_mean(key: str) -> str:

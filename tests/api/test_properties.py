@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from urllib.parse import quote, unquote
 
 import pytest
@@ -17,7 +18,7 @@ PROPERTIES = settings(max_examples=200, deadline=None)
 LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
 label_values = st.from_regex(LABEL_VALUE, fullmatch=True)
-spaces = st.sampled_from(["", " ", "  ", "\t"])
+spaces = st.sampled_from(["", " ", "  ", "\t", "\n", "\r", "\r\n", " \n\t"])  # apimachinery's whitespace
 anything = st.text(alphabet=st.characters(codec="utf-8"), max_size=80)
 selector_like = st.lists(
     st.one_of(anything, st.sampled_from(["deployment", "servingruntime", "=", "==", "!=", ",", "(", ")", " in ",
@@ -36,6 +37,19 @@ def test_an_equality_on_deployment_names_that_deployment(value: str, before: str
 def test_a_one_value_set_means_the_same(value: str, inner: str) -> None:
     assert deployment_from_selector(f"deployment in ({inner}{value}{inner})") == value
     assert deployment_from_selector(f"servingruntime in ({value})") == SERVINGRUNTIME_DEPLOYMENT_PREFIX + value
+
+
+@PROPERTIES
+@given(values=st.lists(label_values, min_size=1, max_size=4), inner=spaces)
+def test_a_set_names_as_many_runtimes_as_it_holds_different_values(values: list[str], inner: str) -> None:
+    """apimachinery reads `in (...)` as a set: repeating a value names it once; different values are as many
+    runtimes, refused as `deployment=a,deployment=b` is."""
+    selector = f"deployment in ({','.join(inner + value + inner for value in values)})"
+    if len(set(values)) == 1:
+        assert deployment_from_selector(selector) == values[0]
+    else:
+        with pytest.raises(SelectorError, match=f"names {len(set(values))} different runtimes"):
+            deployment_from_selector(selector)
 
 
 # Runtime names whose Deployment name is still a label value (63 characters at most with its prefix)
@@ -88,6 +102,17 @@ def test_any_other_label_is_refused_with_help(key: str, value: str) -> None:
         return
     with pytest.raises(SelectorError, match="deployment=<Deployment name>"):
         deployment_from_selector(f"{key}={value}")
+
+
+@PROPERTIES
+@given(selector=st.one_of(anything, selector_like))
+def test_a_refusal_quotes_no_control_character_as_it_is(selector: str) -> None:
+    """Whatever was sent, a refusal's message shows a control character escaped (`\\n`, `\\x0b`), so that
+    it is seen rather than acting on the terminal or the log line that shows the message."""
+    try:
+        deployment_from_selector(selector)
+    except SelectorError as error:
+        assert not any(unicodedata.category(char) == "Cc" for char in str(error)), str(error)
 
 
 @PROPERTIES

@@ -1,5 +1,5 @@
 """Malformed requests cannot flood the adapter's log: a client error is logged once per interval, at
-WARNING, in one truncated line with no traceback; and a selector with a trailing newline is refused."""
+WARNING, in one truncated line with no traceback; and a selector with a trailing newline reads as without it."""
 
 from __future__ import annotations
 
@@ -52,11 +52,16 @@ def test_sixty_kilobyte_junk_requests_log_one_short_warning(adapter: Adapter) ->
     assert http_get(f"{adapter.url}/healthz")[0] == 200
 
 
-def test_selector_with_trailing_newline_is_a_bad_request(adapter: Adapter) -> None:
+def test_selector_with_trailing_newline_reads_as_without_it_and_a_vertical_tab_is_a_bad_request(
+        adapter: Adapter) -> None:
+    """A line break is whitespace to kube-apiserver's selector lexer (it was refused here); a vertical tab is
+    not: it is refused, and the message shows it escaped."""
     base = f"{adapter.url}/apis/external.metrics.k8s.io/v1beta1/namespaces/default/modelmesh_desired_replicas"
     code, _ = http_get(f"{base}?labelSelector=deployment%3D{DEPLOYMENT}")
     assert code == 503  # the runtime is known; its only exporter is down
-    code, body = http_get(f"{base}?labelSelector=deployment%3D{DEPLOYMENT}%0A")
+    code, _ = http_get(f"{base}?labelSelector=deployment%3D{DEPLOYMENT}%0A")
+    assert code == 503
+    code, body = http_get(f"{base}?labelSelector=deployment%3D{DEPLOYMENT}%0B")
     assert code == 400, body
     assert '"reason": "BadRequest"' in body or '"reason":"BadRequest"' in body
-
+    assert "\\\\x0b" in body, body  # the message's `\\x0b`, in JSON
