@@ -39,7 +39,8 @@ def _plain_json(clause: str) -> bool:
 
 def asks_to_watch(query: Mapping[str, str]) -> bool:
     """Whether a parsed query (keys and values decoded: `%77atch` is `watch`, as Go's `url.ParseQuery` reads it)
-    sets `watch` as Kubernetes reads a boolean parameter: its first value; any but empty, `0` and `false` in any
-    case is true."""
+    sets `watch` as Kubernetes reads a boolean parameter (apimachinery's `Convert_Slice_string_To_bool`, and
+    apiserver's `RequestInfoFactory` deciding the verb): its first value; any but `0` and `false` in any case is
+    true, the empty value of `?watch=` and of a bare `?watch` too. Only a query without `watch` lists."""
     first = query.get("watch")
-    return first is not None and first not in ("", "0") and first.lower() != "false"
+    return first is not None and first != "0" and first.lower() != "false"
