@@ -15,6 +15,7 @@ from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
 from autoscaler.api import documents
+from autoscaler.api.list_options import BadListOption
 from autoscaler.api.quantity import MAX_SERVABLE, milli_quantity
 from autoscaler.api.selector import (
     CACHED_QUERY_LENGTH,
@@ -257,7 +258,7 @@ def external_metric_answerer(store: SnapshotStore, metrics: AdapterMetrics, stal
                           else deployment_from_query(query))
         except WatchAsked:
             raise ApiError(405, f'watch is not supported on resources of kind "{name}.{API_GROUP}"') from None
-        except SelectorError as error:
+        except (SelectorError, BadListOption) as error:
             raise ApiError(400, str(error)) from error
         if stall is not None and stall.suspect:  # the exact test only near or past the limit (`StallWatch`)
             stall.refuse_if_stalled()

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscaler.api.identity import NonResourceAttributes, ResourceAttributes, request_attributes
+from autoscaler.api.list_options import parse_int64_error
 from autoscaler.api.selector import SelectorError, deployment_from_selector
 from autoscaler.names import API_GROUP, SERVINGRUNTIME_DEPLOYMENT_PREFIX, ServedMetric, lookup_metric
 
@@ -113,6 +114,26 @@ def test_a_refusal_quotes_no_control_character_as_it_is(selector: str) -> None:
         deployment_from_selector(selector)
     except SelectorError as error:
         assert not any(unicodedata.category(char) == "Cc" for char in str(error)), str(error)
+
+
+@PROPERTIES
+@given(number=st.integers(min_value=-(2**63), max_value=2**63 - 1), zeros=st.integers(0, 3), plus=st.booleans())
+def test_every_int64_go_parses_is_a_list_option_taken(number: int, zeros: int, plus: bool) -> None:
+    sign = "-" if number < 0 else "+" if plus else ""
+    assert parse_int64_error(f"{sign}{'0' * zeros}{abs(number)}") is None
+
+
+@PROPERTIES
+@given(text=st.one_of(anything, st.from_regex(r"[+-]?[0-9]{0,22}[a-z_. ]?[0-9]{0,3}", fullmatch=True)))
+def test_any_other_text_is_refused_with_go_s_error(text: str) -> None:
+    """`strconv.ParseInt(text, 10, 64)` takes an optional sign and ASCII digits in the int64 range, nothing
+    else (Python's `int` also takes blanks, `_` and other scripts' digits)."""
+    go_parses = re.fullmatch(r"[+-]?[0-9]+", text, re.ASCII) is not None and -(2**63) <= int(text) < 2**63
+    said = parse_int64_error(text)
+    assert (said is None) == go_parses, (text, said)
+    if said is not None:
+        assert said.startswith("strconv.ParseInt: parsing \"") and said.endswith(("invalid syntax",
+                                                                                    "value out of range"))
 
 
 @PROPERTIES

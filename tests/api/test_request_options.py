@@ -66,6 +66,46 @@ async def test_watch_false_is_an_ordinary_list(client: Client, watch: str) -> No
     assert (status, body["kind"]) == (200, "ExternalMetricValueList")
 
 
+@pytest.mark.parametrize(("option", "said"), [
+    ("limit=abc", 'query parameter limit: strconv.ParseInt: parsing "abc": invalid syntax'),
+    ("timeoutSeconds=abc", 'query parameter timeoutSeconds: strconv.ParseInt: parsing "abc": invalid syntax'),
+    ("limit=", 'query parameter limit: strconv.ParseInt: parsing "": invalid syntax'),
+    ("limit", 'query parameter limit: strconv.ParseInt: parsing "": invalid syntax'),
+    ("limit=1.5", 'query parameter limit: strconv.ParseInt: parsing "1.5": invalid syntax'),
+    ("limit=1_000", 'query parameter limit: strconv.ParseInt: parsing "1_000": invalid syntax'),
+    ("limit=%2010", 'query parameter limit: strconv.ParseInt: parsing " 10": invalid syntax'),
+    ("limit=+7", 'query parameter limit: strconv.ParseInt: parsing " 7": invalid syntax'),  # `+` is a blank
+    ("limit=%D9%A1", 'query parameter limit: strconv.ParseInt: parsing "\u0661": invalid syntax'),  # Arabic one
+    ("limit=1%0A", 'query parameter limit: strconv.ParseInt: parsing "1\\n": invalid syntax'),
+    ("limit=%00", 'query parameter limit: strconv.ParseInt: parsing "\\x00": invalid syntax'),
+    ("limit=9223372036854775808",
+     'query parameter limit: strconv.ParseInt: parsing "9223372036854775808": value out of range'),
+    ("timeoutSeconds=30s&limit=x", 'query parameter timeoutSeconds: strconv.ParseInt: parsing "30s": invalid syntax'),
+    ("watch=true&limit=abc", 'query parameter limit: strconv.ParseInt: parsing "abc": invalid syntax'),
+    ("limit=abc&limit=5", 'query parameter limit: strconv.ParseInt: parsing "abc": invalid syntax'),
+])
+async def test_a_list_option_that_is_no_integer_is_a_bad_request(client: Client, option: str, said: str) -> None:
+    """apiserver's list handler decodes `ListOptions` from the query before anything else (before it looks at
+    `watch`): `limit` and `timeoutSeconds` are int64s read by `strconv.ParseInt(value, 10, 64)`, its first value,
+    and one that does not parse is a 400 `BadRequest` with Go's error. They were ignored, and answered 200."""
+    status, _, body = await answer(client, f"{METRIC}&{option}")
+    assert (status, body["kind"], body.get("reason"), body.get("code")) == (400, "Status", "BadRequest", 400)
+    assert body["message"] == said
+
+
+@pytest.mark.parametrize("option", [
+    "limit=500", "limit=0", "limit=-1", "limit=%2B7", "limit=-9223372036854775808", "timeoutSeconds=30",
+    "limit=5&limit=abc", "limits=abc", "Limit=abc", "continue=abc", "resourceVersion=abc",
+    "allowWatchBookmarks=abc", "sendInitialEvents=", "fieldSelector=",
+])
+async def test_list_options_kubernetes_reads_are_taken_as_it_takes_them(client: Client, option: str) -> None:
+    """What parses as an int64 (a sign, ASCII digits, in range) is taken; the first value decides; other keys,
+    keys of another case and the strings and booleans of `ListOptions` are never refused (Kubernetes reads any
+    boolean value but `0` and `false` as true)."""
+    status, _, body = await answer(client, f"{METRIC}&{option}")
+    assert (status, body["kind"]) == (200, "ExternalMetricValueList"), body
+
+
 @pytest.mark.parametrize("accept", [
     "application/json", "application/json, */*", "*/*", "application/*",
     "application/vnd.kubernetes.protobuf, */*",  # the HPA controller's client (protobuf first, anything after)
