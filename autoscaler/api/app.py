@@ -27,6 +27,7 @@ from prometheus_client.aiohttp import make_aiohttp_handler
 
 from autoscaler.api import handlers, runtimes
 from autoscaler.api.client_errors import install_client_error_filter
+from autoscaler.api.health import health_routes
 from autoscaler.api.malformed_requests import closing_status
 from autoscaler.api.negotiation import NOT_ACCEPTABLE, accepts_json
 from autoscaler.api.openapi import openapi_v2
@@ -58,9 +59,16 @@ and clients ask for them so (the `kubernetes` Python client's `ApisApi` asks for
 Authorization is alike with or without it (`identity.request_attributes` splits the path without its slashes).
 `/openapi/v2`, the health paths and `/metrics` are exact paths there, as here."""
 
-TEXT_ROUTES = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})
-"""Routes that answer in text whatever the client accepts (probes and Prometheus name no JSON); the others
-write JSON and refuse a client that takes none."""
+HEALTH_PATHS = ("/healthz", "/livez", "/readyz")
+TEXT_ROUTES = frozenset({*HEALTH_PATHS, "/metrics"})
+"""Routes that answer in text whatever the client accepts (probes and Prometheus name no JSON), with each
+health check's own path under a health path (`health`); the others write JSON and refuse a client that takes
+none."""
+
+
+def writes_text(path: str) -> bool:
+    """Whether the route `path` answers in text (`TEXT_ROUTES`, or a health check's `PATH/NAME`)."""
+    return path in TEXT_ROUTES or path.startswith(tuple(health + "/" for health in HEALTH_PATHS))
 
 PlainHandler = Callable[[web.Request], web.StreamResponse]
 """A handler that never waits: called by `Serving` without a coroutine layer of its own."""
@@ -261,13 +269,11 @@ def build_api_app(source: Refresher | SnapshotStore, metrics: AdapterMetrics, ga
         ("/openapi/v2", openapi_v2),
         (runtimes.KEDA_ROUTE, runtimes.keda_runtime),
         (runtimes.DEBUG_ROUTE, runtimes.debug_runtime),
-        ("/healthz", handlers.healthz),
-        ("/livez", handlers.healthz),
-        ("/readyz", handlers.readyz),
+        *health_routes(stall),  # `/healthz`, `/livez`, `/readyz` and each check's `PATH/NAME`
         ("/metrics", metrics_handler),
     ]
     for path, handler in routes:
-        wrapped = serving(handler, path, writes_json=path not in TEXT_ROUTES)
+        wrapped = serving(handler, path, writes_json=not writes_text(path))
         app.router.add_get(path, wrapped, expect_handler=expectation)
         if path in SLASH_TOLERANT:
             app.router.add_get(path + "/", wrapped, expect_handler=expectation)

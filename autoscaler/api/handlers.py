@@ -33,7 +33,7 @@ from autoscaler.api.snapshot import (
     error_answer,
     unknown_answer,
 )
-from autoscaler.api.stall import STALL_KEY, StallWatch
+from autoscaler.api.stall import StallWatch
 from autoscaler.api.status import KUBE_HEADERS, ApiError, ApiResponse, json_answer
 from autoscaler.api.unserved import lasting_cause
 from autoscaler.kube.timestamps import rfc3339
@@ -294,20 +294,3 @@ async def version(request: web.Request) -> web.Response:
     return json_answer(json.dumps(documents.version_info()).encode())
 
 
-async def healthz(request: web.Request) -> web.Response:
-    _raise_if_stalled(request)
-    return ApiResponse(text="ok")
-
-
-async def readyz(request: web.Request) -> web.Response:
-    if not request.app[SNAPSHOT_KEY].current.ready:
-        raise ApiError(503, "waiting for the first refresh")
-    _raise_if_stalled(request)
-    return ApiResponse(text="ok")
-
-
-def _raise_if_stalled(request: web.Request) -> None:
-    """Health fails while the refresh has stopped delivering: a hung refresh is cured by a restart only."""
-    stall = request.app.get(STALL_KEY)
-    if stall is not None:
-        stall.refuse_if_stalled()

@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from autoscaler import __version__
+from autoscaler.api.health import CHECK_DESCRIPTIONS, CHECKS
 from autoscaler.names import API_GROUP, GROUP_VERSION, ServedMetric
 
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
@@ -110,11 +111,24 @@ def _open(operation_id: str, description: str, produces: str = "text/plain", *er
                                                   **_errors(*errors)}}}
 
 
-def _text(operation_id: str, description: str, produces: str) -> dict[str, Any]:
+def _text(operation_id: str, description: str, produces: str, *errors: int) -> dict[str, Any]:
     """A text path behind the gate: the document's security, and its 401 and 403."""
     return {"get": {"operationId": operation_id, "description": description, "produces": [produces],
                     "responses": {"200": {"description": "OK", "schema": {"type": "string"}},
-                                  **_errors(401, 403)}}}
+                                  **_errors(401, 403, *errors)}}}
+
+
+def _health_checks() -> dict[str, Any]:
+    """Each health check's own path (`health`): behind the gate, as kube-apiserver's are (its default open
+    paths are the three health paths exactly)."""
+    return {f"{path}/{name}": _text(f"check{path[1:].capitalize()}{name.capitalize()}",
+                                    f"The {path} check {name!r} alone: {CHECK_DESCRIPTIONS[name]}", "text/plain",
+                                    *((503,) if name != "ping" else ()))
+            for path, names in CHECKS.items() for name in names}
+
+
+_LISTING = ("?verbose lists each check ([+]NAME ok) as kube-apiserver does; ?exclude=NAME leaves one out; each "
+            "check is also served at PATH/NAME.")
 
 
 def _path_parameter(name: str, description: str) -> dict[str, Any]:
@@ -163,11 +177,12 @@ def document() -> dict[str, Any]:
                 "parameters": [namespace, deployment],
             },
             "/healthz": _open("checkHealth", "Liveness: ok while the process serves and its values are "
-                              "refreshed (503 once the refresh has stalled).", "text/plain", 503),
+                              f"refreshed (503 once the refresh has stalled). {_LISTING}", "text/plain", 503),
             "/livez": _open("checkLiveness", "Liveness: ok while the process serves and its values are "
-                            "refreshed (503 once the refresh has stalled).", "text/plain", 503),
+                            f"refreshed (503 once the refresh has stalled). {_LISTING}", "text/plain", 503),
             "/readyz": _open("checkReadiness", "Readiness: ok once the first refresh completed, while its values "
-                             "are refreshed.", "text/plain", 503),
+                             f"are refreshed. {_LISTING}", "text/plain", 503),
+            **_health_checks(),
             "/metrics": _text("getSelfMetrics", "The adapter's own Prometheus metrics: `get` on the non-resource "
                               "URL /metrics, unless --authorization-always-allow-paths opens it.",
                               "text/plain; version=0.0.4"),
