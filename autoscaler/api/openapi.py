@@ -38,6 +38,16 @@ def _object(description: str, properties: dict[str, Any], required: list[str] | 
     return schema
 
 
+def _kind(schema: dict[str, Any], kind: str, group: str, version: str) -> dict[str, Any]:
+    """`schema` as the definition of a kind: `x-kubernetes-group-version-kind`, a list of one, as kube-apiserver's
+    builder marks every registered kind. kubectl explain (`kubectl explain modelmesh_desired_replicas`) finds a
+    kind's schema by it, not by the definition's name. Only the API's own kind is marked: the meta kinds
+    (`Status`, `APIGroup`, ...) are kube-apiserver's, which marks its full definitions of them; the aggregator
+    keeps this document's shorter ones under another name where they differ, and a mark on those would offer a
+    second schema for the same kind."""
+    return {**schema, "x-kubernetes-group-version-kind": [{"group": group, "kind": kind, "version": version}]}
+
+
 def _definitions() -> dict[str, Any]:
     strings = {"type": "array", "items": {"type": "string"}}
     group_version = _object("A group version for discovery.", {
@@ -70,9 +80,10 @@ def _definitions() -> dict[str, Any]:
             "window": {"type": "integer", "format": "int64", "description": "aggregation window, seconds"},
             "value": _string("a quantity in milli-units, e.g. 1500m")},
             ["metricName", "metricLabels", "timestamp", "value"]),
-        METRICS + "ExternalMetricValueList": _object("The answer to an HPA's external metric request.", {
+        METRICS + "ExternalMetricValueList": _kind(_object("The answer to an HPA's external metric request.", {
             "kind": _string(), "apiVersion": _string(), "metadata": {"type": "object"},
             "items": {"type": "array", "items": _ref(METRICS + "ExternalMetricValue")}}, ["items"]),
+            "ExternalMetricValueList", API_GROUP, "v1beta1"),
         OURS + "RuntimeValues": _object(
             "A runtime's values for KEDA's metrics-api scaler (valueLocation: the metric name); null when "
             "one value is unknown.",

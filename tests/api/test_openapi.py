@@ -5,15 +5,17 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
+from aiohttp.test_utils import TestClient
+from yarl import URL
 
 from autoscaler.api.app import CATCH_ALL_NAME, SLASH_TOLERANT, build_api_app
 from autoscaler.api.openapi import document, document_bytes
 from autoscaler.names import ServedMetric
-from tests.api.builders import refresher_with
+from tests.api.builders import KEY, refresher_with, runtime_view
 
 
 def refs(node: Any) -> Iterator[str]:
@@ -80,3 +82,23 @@ def test_the_paths_documented_open_are_the_ones_served_open_by_default() -> None
     documented_open = {path for path, item in spec["paths"].items() if item["get"].get("security") == []}
     assert documented_open == set(ServeSettings().authorization_always_allow_paths)
     assert "401" in spec["paths"]["/metrics"]["get"]["responses"]
+
+
+async def test_the_served_kind_has_one_definition_found_by_its_group_version_kind(
+        aiohttp_client: Callable[..., Awaitable[TestClient[Any, Any]]]) -> None:
+    """kubectl explain (and client generators) find a kind's schema by the definition's
+    `x-kubernetes-group-version-kind`, as kube-apiserver's builder writes it on every registered kind; no
+    definition carried one, so `ExternalMetricValueList` could not be looked up. The meta kinds are left to
+    kube-apiserver's own definitions (`openapi._kind`)."""
+    refresher = refresher_with(runtime_view(KEY))
+    client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
+    metric = (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{KEY.namespace}/modelmesh_desired_replicas"
+              f"?labelSelector=deployment%3D{KEY.deployment}")
+    async with client.get(URL(metric, encoded=True)) as response:
+        served = await response.json()
+    group, _, version = served["apiVersion"].rpartition("/")
+    wanted = {"group": group, "version": version, "kind": served["kind"]}
+    marked = {name: schema["x-kubernetes-group-version-kind"] for name, schema in document()["definitions"].items()
+              if "x-kubernetes-group-version-kind" in schema}
+    assert marked == {"io.k8s.metrics.pkg.apis.external_metrics.v1beta1.ExternalMetricValueList": [wanted]}
+    assert set(served) <= set(document()["definitions"][next(iter(marked))]["properties"])
