@@ -20,6 +20,11 @@ rose faster than the signals' ceilings allow (`exporter.counter_ceilings`) is re
 kept, and is the baseline the next readings count on from (`exporter.counter_jumps`): a count that jumped once
 and stays costs one read, not every read after it.
 
+A restart seen again within `RESTARTS_APART_S` of the last (counters down twice within a minute) is refused as
+well: ModelMesh's JVM takes tens of seconds to start, so that is reads from different ModelMesh containers (the
+`modelmesh-serving` Service's port in `--modelmesh-url` instead of the pod's own), each of which, taken as a
+restart, added its pod's whole lifetime count (`_check_restart_plausible`).
+
 Logs go to the ModelMesh collector's logger (`exporter.collectors.modelmesh`), the one operators filter on.
 """
 
@@ -29,6 +34,7 @@ import logging
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from exporter import names
 from exporter.counter_ceilings import Series, implausible_step, series_text
@@ -44,8 +50,27 @@ from exporter.modelmesh_text import (
     ModelMeshReading,
     ScrapeFailure,
 )
+from exporter.settings import setting
 
 log = logging.getLogger("exporter.collectors.modelmesh")
+
+RESTARTS_APART_S: Final = 60.0
+"""Restarts seen closer than this are reads of different containers, not restarts. A new ModelMesh container
+answers its first read after its JVM starts (tens of seconds) and, in a crash loop, after the kubelet's back-off
+(10 s, then 20 s, 40 s, ...); counters that went down in two reads a minute apart are not two new JVMs. Longer
+would cost a real double restart more refused reads (each is one read of a minute without a good one, below);
+shorter would let a Service that alternates every 15 s or more go uncaught."""
+MIXED_READS_MEMORY_S: Final = 600.0
+"""After a refused restart, how long a new one is still refused (the last refused one counting from its time): a
+Service whose answers switch pods only now and then (a kept-alive connection to one pod, until it is closed) is
+still caught after the first time."""
+_SERVICE_HINT: Final = (
+    "no ModelMesh restarts that often (its JVM takes tens of seconds to start): the reads seem to come from "
+    f"different ModelMesh containers, as where {setting('--modelmesh-url')} is the modelmesh-serving Service "
+    "(port 2112 of every runtime pod) instead of this pod's own ModelMesh. Point it at https://127.0.0.1:2112/metrics "
+    "(the default; http://127.0.0.1:2112/metrics where ModelMesh serves plain http). This read is refused, the last "
+    f"good values kept; a ModelMesh that did restart twice is read again after {RESTARTS_APART_S:g} s without a "
+    "good read")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +131,10 @@ class CounterWindow:
         self._refused_at: float | None = None
         """When the last reading refused for its counts' rise was read, until the next reading is accepted: the
         rate window starts again there, as what that reading added is not counted."""
+        self._restart_seen_at: float | None = None
+        """When a reading last looked like a new container, taken or refused (`_check_restart_plausible`)."""
+        self._restart_refused_at: float | None = None
+        """When such a reading was last refused as too soon after the one before."""
         self.resets = 0
         """ModelMesh restarts seen."""
         self.restarts = 0
@@ -142,6 +171,8 @@ class CounterWindow:
         series = unjumped.counts
         self._check_unlabelled_kept(series)
         restart = None if previous is None else self._restart(series, reading.has_instance_record)
+        if restart and previous is not None:
+            self._check_restart_plausible(restart, previous.at, at)
         if previous is not None and not restart:
             self._check_requests_kept(series)
         # ModelMesh serves its unlabelled histograms from its start: appearing now, they were missing from the
@@ -228,6 +259,27 @@ class CounterWindow:
                 del self._seen_at[key]
             self._jumps.forget(stale)
         return None if risen is None else frozenset(risen)
+
+    def _check_restart_plausible(self, restart: str, good_at: float, at: float) -> None:
+        """Refuse a reading that looks like a new container (`restart` says why) where a restart was seen less than
+        `RESTARTS_APART_S` before it, or one was refused less than `MIXED_READS_MEMORY_S` before (ScrapeFailure,
+        changing nothing), unless the last good reading (read at `good_at`) is `RESTARTS_APART_S` old.
+
+        Reads of two idle pods in turn (the Service's port) each looked like a restart and added that pod's whole
+        lifetime count: thousands of requests a read from pods that served none, said only as `ModelMesh
+        restarted` at every other read. Refused, the reads of the pod followed go on being taken and add what it
+        serves; the others are counted as errors. A ModelMesh that did restart twice that fast has no good read
+        once its old container is gone: a minute later its reading is taken as the restart it is, with all it
+        counted meanwhile."""
+        seen_at, self._restart_seen_at = self._restart_seen_at, at
+        if at - good_at >= RESTARTS_APART_S or seen_at is None:
+            return
+        refused_at = self._restart_refused_at
+        if at - seen_at >= RESTARTS_APART_S and (refused_at is None or at - refused_at >= MIXED_READS_MEMORY_S):
+            return
+        self._restart_refused_at = at
+        raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh's counters went back again ({restart}), "
+                            f"{at - seen_at:.0f} s after the last time: {_SERVICE_HINT}")
 
     def _check_unlabelled_kept(self, series: Mapping[tuple[str, Labels], float]) -> None:
         """Refuse a reading without an unlabelled series the last one had (ScrapeFailure, changing nothing).

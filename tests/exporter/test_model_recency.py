@@ -22,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporter import names
 from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
+from exporter.counters import RESTARTS_APART_S
 from tests.exporter.conftest import Clock, ExporterPod
 from tests.exporter.modelmesh_wire import ModelMeshContainer
 from tests.fakes.prometheus import PROMTOOL_BIN
@@ -150,6 +151,8 @@ async def test_a_modelmesh_restart_is_neither_served_nor_negative(pod_factory: P
     assert after.served == {"resnet": before.last_success, "bert": after.last_success}
     assert (await pod.read()).served == after.served  # the new container's counts stand still: not served
 
+    for _ in range(12):  # a minute on: ModelMesh's JVM takes tens of seconds to start, so no restart comes sooner
+        await pod.read()
     pod.container.restart()  # again, and this time the new container served before the exporter read it
     pod.container.serve(1, model="resnet")
     pod.container.serve(1, model="bert")
@@ -248,6 +251,8 @@ def test_times_never_go_back_never_pass_the_read_and_stand_still_for_a_model_not
         restarted |= restart
         if restart:
             container.restart()
+            # ModelMesh's JVM takes tens of seconds to start: restarts closer are refused as reads of two containers
+            seconds = max(seconds, RESTARTS_APART_S)
         for model, requests in served:
             container.serve(requests, model=f"m{model}")
         clock.now += seconds
