@@ -122,6 +122,17 @@ modelmesh_interval = seconds_within(*MODELMESH_INTERVAL_RANGE_S)
 """Seconds between ModelMesh reads, within `MODELMESH_INTERVAL_RANGE_S`."""
 
 
+LOAD_WINDOW_RANGE_S = (MODELMESH_INTERVAL_RANGE_S[0], 3600.0)
+"""The load windows taken. The window keeps every reading within it: `--load-window 1e12` kept every reading for
+ever, the sidecar's memory growing towards its 256Mi limit (some 9 MB a day at the 5 s interval). An hour keeps at
+most 36,000 readings at the shortest interval (0.1 s), a few MB, and is already far longer than any scaling
+decision looks back (the HPA's 15 s syncs; the adapter's `--window` reports it); it is also the longest interval,
+which the window must cover. Below, the shortest interval: a window shorter than the interval is refused anyway."""
+
+load_window = seconds_within(*LOAD_WINDOW_RANGE_S)
+"""Seconds of the load window, within `LOAD_WINDOW_RANGE_S`."""
+
+
 _UUID_HINT: Final = "give the UUIDs nvidia-smi -L prints (GPU-..., MIG-...)"
 
 
@@ -130,6 +141,9 @@ def uuid_list(value: str) -> tuple[str, ...]:
     values (`all`, `none`, `void`, indexes) are refused here: taken as UUIDs, they matched no GPU, and the GPU
     collector failed for good ("configured GPU all is not visible")."""
     names = tuple(part.strip() for part in value.split(",") if part.strip())
+    if value.strip() and not names:  # only separators: taken as no list, it reported every GPU, silently
+        raise argparse.ArgumentTypeError(f"no GPU UUID in {value!r}, only separators: {_UUID_HINT}, or leave it "
+                                         "unset to report every GPU this container sees")
     for name in names:
         lowered = name.lower()
         if name.upper().startswith(GPU_ID_PREFIXES) or GKE_GPU.fullmatch(lowered):
@@ -191,8 +205,9 @@ _OPTIONS: Final = (
             "timeout and keeping the last values", f"{_D.modelmesh_timeout_s:g} s", setting="modelmesh_timeout_s"),
     _Option("--modelmesh-interval", modelmesh_interval, "seconds between ModelMesh scrapes (0.1 to 3600)",
             f"{_D.modelmesh_interval_s:g} s", "SECONDS", setting="modelmesh_interval_s"),
-    _Option("--load-window", seconds, "seconds over which requests/s, mean queue delay and cache misses/s "
-            "are computed; at least --modelmesh-interval", f"{_D.load_window_s:g} s", setting="load_window_s"),
+    _Option("--load-window", load_window, "seconds over which requests/s, mean queue delay and cache misses/s "
+            "are computed (0.1 to 3600); at least --modelmesh-interval", f"{_D.load_window_s:g} s", "SECONDS",
+            setting="load_window_s"),
     _Option("--model-recency-horizon", seconds_or_off, "with ModelMesh's per-model metrics on "
             "(MM_METRICS=prometheus:...;per_model_metrics=true), the exporter publishes per model when this pod "
             "last served it (modelmesh_pod_model_last_served_timestamp_seconds{model_id}); a model not served for "

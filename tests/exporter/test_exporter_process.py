@@ -54,6 +54,12 @@ def test_help_explains_units_and_defaults() -> None:
         (["--modelmesh-interval", "1e-6"], {}, "argument --modelmesh-interval: must be 0.1 to 3600 seconds"),
         (["--modelmesh-interval", "1e20"], {}, "argument --modelmesh-interval: must be 0.1 to 3600 seconds"),
         ([], {"EXPORTER_MODELMESH_INTERVAL": "0.01"}, "EXPORTER_MODELMESH_INTERVAL"),
+        # Accepted: every reading kept for ever, the sidecar's memory growing to its limit.
+        (["--load-window", "1e12"], {}, "argument --load-window: must be 0.1 to 3600 seconds, got '1e12'"),
+        ([], {"EXPORTER_LOAD_WINDOW": "2h"}, "EXPORTER_LOAD_WINDOW"),
+        # Accepted, and every GPU reported, silently.
+        (["--gpu-uuids", ","], {}, "argument --gpu-uuids: no GPU UUID in ','"),
+        ([], {"EXPORTER_GPU_UUIDS": " , ,"}, "EXPORTER_GPU_UUIDS"),
     ],
 )
 def test_bad_flag_or_variable_exits_2_with_a_clear_error(argv: list[str], env: dict[str, str], says: str) -> None:
