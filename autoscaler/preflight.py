@@ -30,7 +30,7 @@ from autoscaler.policies.config_file import load_policy_book
 from autoscaler.runtimes_outside_namespaces import runtimes_outside_namespaces
 from autoscaler.settings import ServeSettings
 from autoscaler.sources.targets import TargetsFileError, load_targets
-from exporter.listen import NO_SUCH_FAMILY, listen_fix
+from exporter.listen import NO_SUCH_FAMILY, bind_listeners, listen_family, listen_fix
 from exporter.tls_files import pair_problem
 
 log = logging.getLogger(__name__)
@@ -205,9 +205,11 @@ def with_chosen_port(settings: ServeSettings) -> ServeSettings:
     if settings.listen_port != 0:
         return settings
     host = settings.bound_host
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        port: int = probe.getsockname()[1]
+    # Free in every family the workers bind (no host: IPv4 and IPv6), as the exporter's port 0 is.
+    probes = bind_listeners(host, 0, family=listen_family(host))
+    port: int = probes[0].getsockname()[1]
+    for probe in probes:
+        probe.close()
     log.info("--listen port 0: serving on free port %d", port)
     return dataclasses.replace(settings, listen_port=port)
 
@@ -220,7 +222,7 @@ def _check_port(settings: ServeSettings) -> None:
     host, port = settings.bound_host, settings.listen_port
     if port == 0:
         return
-    # No host: every address of both families (`connections.listen_family`), so both are probed; IPv6 only
+    # No host: every address of both families (`exporter.listen.listen_family`), so both are probed; IPv6 only
     # where this machine has it.
     for family, address in ([(socket.AF_INET, ""), (socket.AF_INET6, "::")] if not host
                             else [(socket.AF_INET6 if ":" in host else socket.AF_INET, host)]):

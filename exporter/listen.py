@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import socket
 from collections.abc import Sequence
+from typing import Any
 
 from exporter.accept_limit import ListeningSocket
 
@@ -41,23 +42,57 @@ def listen_fix(cause: OSError) -> str:
     return "choose a free port"
 
 
+PORT_0_ATTEMPTS = 20
+"""How many free ports port 0 tries before it gives up: the first family's free port may be taken in the other's."""
+
+
 def bind_listeners(host: str, port: int, *, family: socket.AddressFamily = socket.AF_UNSPEC,
                    reuse_port: bool = False, backlog: int = BACKLOG) -> list[ListeningSocket]:
     """Listening sockets for `host:port` (every address `host` resolves to, of `family`), ready for
     `web.run_app(sock=...)` or `loop.create_server(sock=...)`; `ListeningSocket`s, which say once, not at every
     attempt, that the open-file limit stops them accepting. `reuse_port`: several processes listen on the port
-    (the adapter's serving workers)."""
+    (the adapter's serving workers).
+
+    Port 0 ("any free port") is one port for every address: the first address's free port, which the others
+    bind too (each binding port 0 got a port of its own, and a client reached a different server over IPv4 than
+    over IPv6). Where another process holds that port in the other family, another free port is tried."""
     try:
         infos = socket.getaddrinfo(host or None, port, family, socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as error:
         raise ListenError(f"cannot listen on {show(host, port)}: {error.strerror}", error) from error
+    for attempt in range(PORT_0_ATTEMPTS):
+        try:
+            return _bind_all(host, port, infos, reuse_port=reuse_port, backlog=backlog)
+        except _OtherFamilyTaken as taken:
+            if attempt == PORT_0_ATTEMPTS - 1:
+                raise ListenError(f"cannot listen on {show(host, port)}: no port free in every address family "
+                                  f"after {PORT_0_ATTEMPTS} tries", taken.cause) from taken.cause
+    raise AssertionError("unreachable")
+
+
+class _OtherFamilyTaken(Exception):
+    """Port 0: the port the first address got is in use at another address (the other family's)."""
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+AddressInfo = tuple[socket.AddressFamily, socket.SocketKind, int, str, tuple[Any, ...]]
+
+
+def _bind_all(host: str, port: int, infos: Sequence[AddressInfo], *, reuse_port: bool,
+              backlog: int) -> list[ListeningSocket]:
+    """One try of `bind_listeners`: every address of `infos` on `port`, or on the port the first one got."""
     sockets: list[ListeningSocket] = []
     seen: set[tuple[int, object]] = set()
+    chosen = port  # port 0: the first bound socket's, for the rest
     try:
         for family, kind, proto, _, address in infos:
             if (family, address) in seen:
                 continue
             seen.add((family, address))
+            address = (address[0], chosen, *address[2:])
             try:
                 sock = ListeningSocket(family, kind, proto)
             except OSError as error:
@@ -76,10 +111,13 @@ def bind_listeners(host: str, port: int, *, family: socket.AddressFamily = socke
                 if not host and family == socket.AF_INET6 and error.errno in NO_SUCH_FAMILY:
                     sockets.pop().close()  # IPv6 turned off in this pod (net.ipv6.conf.all.disable_ipv6)
                     continue
+                if port == 0 and chosen != 0 and error.errno == errno.EADDRINUSE:
+                    raise _OtherFamilyTaken(error) from error
                 raise ListenError(f"cannot listen on {show(host, port)}: {error.strerror or error}", error) from error
             sock.listen(backlog)
             sock.setblocking(False)
             sock.where = show(*sock.getsockname()[:2])
+            chosen = sock.getsockname()[1]
         if not sockets:
             raise ListenError(f"cannot listen on {show(host, port)}: no address family can be used",
                               OSError(errno.EADDRNOTAVAIL, "no address"))
@@ -93,6 +131,15 @@ def bind_listeners(host: str, port: int, *, family: socket.AddressFamily = socke
 NO_SUCH_FAMILY = (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL, errno.EPROTONOSUPPORT)
 """What making or binding an IPv6 socket raises where IPv6 is turned off (the exporter's and the adapter's
 every-family listen then serve IPv4 alone)."""
+
+
+def listen_family(host: str) -> socket.AddressFamily:
+    """The family to bind for `--listen HOST:PORT`: no host is every address of both families (a socket each,
+    as Go's servers answer on both for a wildcard), so the kubelet and the aggregator reach the pod at an IPv6
+    address too; an address is its own family's (`0.0.0.0` IPv4's, `[::]` IPv6's alone: IPV6_V6ONLY)."""
+    if not host:
+        return socket.AF_UNSPEC
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
 
 
 def show(host: str, port: int) -> str:

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import asyncio
 import asyncio.sslproto
-import socket
 import ssl
 from dataclasses import dataclass
 
@@ -54,7 +53,7 @@ from aiohttp import web
 from autoscaler.api.connection_room import ConnectionGuard
 from autoscaler.api.malformed_requests import before_routing
 from exporter.accept_limit import quiet_accept_errors
-from exporter.listen import ListenError, bind_listeners
+from exporter.listen import ListenError, bind_listeners, listen_family
 
 TLS_READ_BUFFER = 32 * 1024
 """asyncio allocates a read buffer of `SSLProtocol.max_size` (256 KiB) for every TLS connection, handshaking or
@@ -95,15 +94,6 @@ class ConnectionLimits:
     1 MiB, but aiohttp keeps each field twice (bytes and text) besides its objects: a request's headers held
     while they arrive cost about 1.2 MB at most (tracemalloc, 2048 fields of 120 bytes), where aiohttp's
     default 128 fields of 8 KiB each allowed about 2 MB."""
-
-
-def listen_family(host: str) -> socket.AddressFamily:
-    """The family to bind for `--listen HOST:PORT`: no host is every address of both families (a socket each,
-    as Go's servers answer on both for a wildcard), so the kubelet and the aggregator reach the pod at an IPv6
-    address too; an address is its own family's (`0.0.0.0` IPv4's, `[::]` IPv6's alone: IPV6_V6ONLY)."""
-    if not host:
-        return socket.AF_UNSPEC
-    return socket.AF_INET6 if ":" in host else socket.AF_INET
 
 
 class GuardedSite(web.BaseSite):

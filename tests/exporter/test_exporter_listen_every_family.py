@@ -9,13 +9,14 @@ adapter already scrapes `http://[podIP]:9187/metrics`; the sidecar must answer t
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import yaml
 
 from tests.manifests.support import EXAMPLES
 from tests.support.ports import machine_has_ipv6
-from tests.support.processes import free_port, http_get, running
+from tests.support.processes import free_port, http_get, running, start, stop, wait_until_logged
 
 
 def shipped_listen() -> str:
@@ -55,3 +56,28 @@ def test_an_explicit_ipv4_address_stays_ipv4(tmp_path: Path) -> None:
     with running(["exporter.cli"], f"http://127.0.0.1:{port}/healthz", log, env=env):
         pass
     assert f"serving on 0.0.0.0:{port};" in log.read_text()
+
+
+def test_port_0_is_one_port_for_both_families(tmp_path: Path) -> None:
+    """`--listen :0` ("any free port", as `modelmesh-autoscaler serve --listen :0` takes it) listened on two
+    different ports, one per family (`serving on 0.0.0.0:39719 and [::]:34515`): a client reached the exporter, or
+    another process, depending on whether `localhost` resolved to IPv4 or IPv6. Both families share the port the
+    first one got, and the log names it once for both."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXPORTER_")}
+    env.update(EXPORTER_LISTEN=":0", EXPORTER_NO_GPU="true", EXPORTER_MODELMESH_URL="http://127.0.0.1:1/metrics")
+    log = tmp_path / "exporter.log"
+    process = start(["exporter.cli"], log, env)
+    try:
+        wait_until_logged(process, log, "serving on", timeout=60)
+        serving = next(line for line in log.read_text().splitlines() if "serving on" in line)
+        ports = {int(port) for port in re.findall(r":(\d+)(?: and|;)", serving)}
+        assert len(ports) == 1, serving
+        [port] = ports
+        assert http_get(f"http://127.0.0.1:{port}/healthz") == (200, "ok\n")
+        if machine_has_ipv6():
+            assert f"serving on 0.0.0.0:{port} and [::]:{port};" in serving
+            assert http_get(f"http://[::1]:{port}/healthz") == (200, "ok\n")
+        else:
+            assert f"serving on 0.0.0.0:{port};" in serving
+    finally:
+        stop(process)
