@@ -24,6 +24,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -33,6 +34,7 @@ import aiohttp
 from autoscaler.demo.arguments import DEMO_MAX_PODS
 from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, DemoFleet, DemoPod
 from autoscaler.demo.removals import scale_down
+from autoscaler.log_lists import in_words
 from autoscaler.names import GROUP_VERSION, ServedMetric
 from autoscaler.simulation.hpa import (
     Behavior,
@@ -42,6 +44,7 @@ from autoscaler.simulation.hpa import (
     MetricSpec,
     ScalingPolicy,
     ScalingRules,
+    count_per_pod,
 )
 from autoscaler.simulation.hpa_manifest import describe_behavior
 
@@ -96,11 +99,50 @@ def pod_table_row(name: str, true_rps: float, exporter_rps: float | None, cost: 
     return row if ready else f"{row}  (starting)"
 
 
-def average_hpa_wants(rates: list[float], target: float, min_replicas: int, max_replicas: int) -> int:
-    """What an HPA on the pods' average rate would ask for: the total over the target per pod, rounded up, held
-    to the same minReplicas and maxReplicas as the demo's HPA (which the adapter's value is held to as well)."""
-    wanted = math.ceil(sum(rates) / target - 1e-9)
-    return min(max_replicas, max(min_replicas, wanted, 1))
+RATE_PER_POD = MetricSpec("modelmesh_pod_requests_per_second", "Pods", "AverageValue", TARGET_RPS_PER_POD)
+"""The comparison the demo prints: an HPA on the exporters' per-pod request rate, a `Pods` metric."""
+
+
+def average_hpa_line(pods: Sequence[HpaPod], rates: Mapping[str, float], spec: HpaSpec) -> str | None:
+    """What an HPA on the pods' average rate would do, as the Kubernetes HPA counts it (`count_per_pod`): a Ready
+    pod without a rate yet and a pod still starting count as 0 on a scale-up, and where that turns the scale-up
+    into a scale-down the HPA keeps its replicas; held to the demo HPA's minReplicas and maxReplicas (which the
+    adapter's value is held to as well). The mean is the one the count used, over the pods it names, so the
+    number of pods follows from it; it averaged only the pods with a rate, and right after a scale-up said
+    "would want 7 pods (mean 136 req/s per pod, target 100)" at 8 replicas. None while no Ready pod has a rate."""
+    count = count_per_pod(RATE_PER_POD, rates, len(pods), pods, spec.tolerances)
+    if count is None:
+        return None
+    wants = min(spec.max_replicas, max(spec.min_replicas, count.proposal))
+    target = RATE_PER_POD.target
+    starting = {p.name for p in pods if not p.ready}
+    counted = count.counted
+    mean = f"{count.ratio * target:.0f} req/s per pod"
+    if count.filled or len(counted) < len(pods):
+        mean += f" over {len(counted)} pods"
+        # One value for all that are filled in: 0 on a scale-up, the target on a scale-down.
+        if count.filled:
+            mean += f", {_pods_named(list(count.filled), starting)} counted as {max(count.filled.values()):.0f}"
+        if left_out := [p.name for p in pods if p.name not in counted]:
+            mean += f", {_pods_named(left_out, starting)} left out"
+    said = [f"mean {mean}"]
+    if count.held == "reversed":
+        measured = sum(count.measured.values()) / len(count.measured)
+        said = [f"mean {measured:.0f} req/s per pod over the {len(count.measured)} with a rate, but {mean}: no "
+                f"{'scale-up' if measured > target else 'scale-down'} then, so the HPA keeps the replicas"]
+    elif count.held == "tolerance" and math.ceil(count.ratio * len(counted) - 1e-9) != count.proposal:
+        said.append(f"within the HPA's tolerance of the target, so it keeps {count.proposal}")
+    said.append(f"target {target:.0f}, replicas {spec.min_replicas}..{spec.max_replicas}")
+    return (f"  an HPA on the average would {'keep' if count.held == 'reversed' else 'want'} {wants} "
+            f"pod{'' if wants == 1 else 's'} ({('; ' if ',' in said[0] or len(said) > 2 else ', ').join(said)})")
+
+
+def _pods_named(names: list[str], starting: set[str]) -> str:
+    """`demo-5, demo-6 (no rate yet) and demo-7 (starting)`: why each pod has no rate of its own."""
+    groups = [(f"{', '.join(group)} ({why})") for why, group in (
+        ("no rate yet", [n for n in names if n not in starting]), ("starting", [n for n in names if n in starting]))
+        if group]
+    return in_words(groups)
 
 
 def served_value(metric: ServedMetric, answered: tuple[int, dict[str, Any]] | None) -> tuple[str, float | None]:
@@ -296,13 +338,9 @@ class Demo:
             cost, unique = ranked.get(pod.name, (None, None))
             print(pod_table_row(pod.name, pod.fake.load.requests_per_second, rates.get(pod), cost, unique,
                                 pod.ready))
-        known = [rate for pod in pods if (rate := rates.get(pod)) is not None]
-        if known:
-            average_wants = average_hpa_wants(known, TARGET_RPS_PER_POD, self.spec.min_replicas,
-                                              self.spec.max_replicas)
-            print(f"  an HPA on the average would want {average_wants} pod{'' if average_wants == 1 else 's'} "
-                  f"(mean {sum(known) / len(known):.0f} req/s per pod, target {TARGET_RPS_PER_POD:.0f}, replicas "
-                  f"{self.spec.min_replicas}..{self.spec.max_replicas})")
+        known = {pod.name: rate for pod in pods if (rate := rates.get(pod)) is not None}
+        if (line := average_hpa_line([HpaPod(p.name, p.ready) for p in pods], known, self.spec)) is not None:
+            print(line)
         print(f"  adapter serves: request_load={served[ServedMetric.REQUEST_LOAD]}  "
               f"desired_replicas={served[ServedMetric.DESIRED_REPLICAS]}  "
               f"cache_pressure={served[ServedMetric.CACHE_PRESSURE]}  gpu_busy={served[ServedMetric.GPU_BUSY]}")

@@ -329,10 +329,32 @@ def _usage_ratio(metric: MetricSpec, values: Mapping[str, float]) -> float:
     return mean / metric.target
 
 
-def _per_pod(metric: MetricSpec, values: Mapping[str, float], current: int, pods: Sequence[HpaPod],
-             tolerances: Tolerances) -> int | None:
+@dataclass(frozen=True, slots=True)
+class PerPodCount:
+    """How the controller counted a per-pod metric's pods at one sync, for a caller that shows its reasoning (the
+    demo's "an HPA on the average" line): which pods were counted and at what, and what that proposes."""
+
+    measured: Mapping[str, float]
+    """The Ready pods with a metric of their own, and their values."""
+    filled: Mapping[str, float]
+    """The pods counted without one (a Ready pod with no metric, a not-yet-Ready pod on a scale-up), at the
+    value the rules give them: 0 on a scale-up, the target on a scale-down."""
+    ratio: float
+    """The counted pods' mean against the target (the measured pods' alone where none was filled in)."""
+    proposal: int
+    held: Literal["tolerance", "reversed"] | None
+    """Why `proposal` is the current replicas: the ratio is within tolerance, or the filled-in pods reversed the
+    direction the measured ones asked for; None where it is the ratio's own."""
+
+    @property
+    def counted(self) -> dict[str, float]:
+        return {**self.measured, **self.filled}
+
+
+def count_per_pod(metric: MetricSpec, values: Mapping[str, float], current: int, pods: Sequence[HpaPod],
+                  tolerances: Tolerances = Tolerances()) -> PerPodCount | None:
     """The controller's per-pod calculation (`calcPlainMetricReplicas`, `GetResourceReplicas`), with its
-    missing-metric and not-ready rules."""
+    missing-metric and not-ready rules; None where no Ready pod has a metric (the metric cannot be read)."""
     metrics = {p.name: values[p.name] for p in pods if p.ready and p.name in values}
     unready = [p.name for p in pods if not p.ready]
     missing = [p.name for p in pods if p.ready and p.name not in values]
@@ -341,23 +363,34 @@ def _per_pod(metric: MetricSpec, values: Mapping[str, float], current: int, pods
     ratio = _usage_ratio(metric, metrics)
     up_with_unready = bool(unready) and ratio > 1.0
     if not up_with_unready and not missing:
-        return current if tolerances.within(ratio) else math.ceil(ratio * len(metrics))
+        within = tolerances.within(ratio)
+        return PerPodCount(metrics, {}, ratio, current if within else math.ceil(ratio * len(metrics)),
+                           "tolerance" if within else None)
+    filled: dict[str, float] = {}
     if ratio < 1.0:
         # A pod without a metric on a scale-down: at the target, or a utilization's whole request (100%).
         at = max(100.0, metric.target) if metric.resource_utilization else metric.target
-        metrics.update((name, at) for name in missing)
+        filled.update((name, at) for name in missing)
     elif ratio > 1.0:
-        metrics.update((name, 0.0) for name in missing)
+        filled.update((name, 0.0) for name in missing)
     if up_with_unready:
-        for name in unready:
-            metrics[name] = 0.0
-    new_ratio = _usage_ratio(metric, metrics)
-    if tolerances.within(new_ratio) or (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
-        return current
-    replicas = math.ceil(new_ratio * len(metrics))
+        filled.update((name, 0.0) for name in unready)
+    new_ratio = _usage_ratio(metric, {**metrics, **filled})
+    if tolerances.within(new_ratio):
+        return PerPodCount(metrics, filled, new_ratio, current, "tolerance")
+    if (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
+        return PerPodCount(metrics, filled, new_ratio, current, "reversed")
+    replicas = math.ceil(new_ratio * (len(metrics) + len(filled)))
     if (new_ratio < 1.0 and replicas > current) or (new_ratio > 1.0 and replicas < current):
-        return current
-    return replicas
+        return PerPodCount(metrics, filled, new_ratio, current, "reversed")
+    return PerPodCount(metrics, filled, new_ratio, replicas, None)
+
+
+def _per_pod(metric: MetricSpec, values: Mapping[str, float], current: int, pods: Sequence[HpaPod],
+             tolerances: Tolerances) -> int | None:
+    """The replicas a per-pod metric proposes (`count_per_pod`)."""
+    count = count_per_pod(metric, values, current, pods, tolerances)
+    return None if count is None else count.proposal
 
 
 def _why(current: int, proposed: int, metric: str | None, stabilized: int, window: str | None, desired: int,
