@@ -230,7 +230,16 @@ class Demo:
         adapter's ranking first while a Ready pod has none (just after a scale-up), for the drop that waits for it."""
         if self.unranked():
             await self.ranked_pods(session)
-        self.apply_phase(self.next_phase(self.elapsed()))
+        self.step(self.elapsed())
+
+    def step(self, elapsed: float) -> None:
+        """Apply the phase due at `elapsed` (`next_phase`), saying so where it is a new one: the phase's title came
+        only with the periodic table, and a scale-up the new load caused was printed before the load."""
+        phase = self.next_phase(elapsed)
+        if phase is not self.phase:
+            print(f"\n[{elapsed:4.0f}s] phase {PHASES.index(phase) + 1} of {len(PHASES)} begins: {phase.title}")
+            sys.stdout.flush()
+        self.apply_phase(phase)
 
     def apply_phase(self, phase: Phase) -> None:
         """Set every fake pod's load for `phase`: its background spread over the Ready pods, the hot model on the
@@ -407,6 +416,7 @@ class Demo:
             sys.stdout.flush()
             await self.first_value(session)
             self.started = time.monotonic()
+            print(f"\n[{0:4.0f}s] phase 1 of {len(PHASES)} begins: {self.phase.title}")
             hpa = asyncio.create_task(self.autoscale(session))
             try:
                 next_report = self.interval
