@@ -56,8 +56,10 @@ def unwritten_costs_warning(settings: ServeSettings) -> str | None:
     reason = why_nothing_is_written(settings) if settings.deletion_cost else None
     if reason is None:
         return None
-    return (f"{reason}: each pod's deletion_cost is the cost the adapter would write, on no pod; give --kubeconfig "
-            f"(or run in the cluster) to write them, or --deletion-cost off to show none")
+    # Said for the demo too, whose adapter runs so: it has no --kubeconfig, and needs none.
+    return (f"{reason}: each pod's deletion_cost is the cost the adapter would write, on no pod (modelmesh-autoscaler "
+            f"demo removes its pods by these costs itself, as a ReplicaSet would: nothing to change there); a serve "
+            f"of your own writes them with --kubeconfig or in the cluster, and shows none with --deletion-cost off")
 
 
 def elects_leader(settings: ServeSettings) -> bool:

@@ -104,12 +104,17 @@ class DemoFleet:
         staged.write_text(yaml.safe_dump(targets))
         staged.replace(path)  # atomic: the adapter never reads half a file
 
+    def adapter_arguments(self) -> list[str]:
+        """`modelmesh-autoscaler serve`'s arguments for the demo's adapter: no Kubernetes, the demo's targets file
+        and policy, a refresh a second."""
+        return ["--insecure-dev", "--listen", f"127.0.0.1:{self.adapter_port}",
+                "--targets", str(self.workdir / "targets.yaml"), "--config", str(self.workdir / "policy.yaml"),
+                "--refresh-interval", "1", "--window", "6"]
+
     def _start_adapter(self) -> None:
         (self.workdir / "policy.yaml").write_text(yaml.safe_dump({"defaults": self.policy}))
         self._adapter = subprocess.Popen(
-            [sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev",
-             "--listen", f"127.0.0.1:{self.adapter_port}", "--targets", str(self.workdir / "targets.yaml"),
-             "--config", str(self.workdir / "policy.yaml"), "--refresh-interval", "1", "--window", "6"],
+            [sys.executable, "-m", "autoscaler.cli", "serve", *self.adapter_arguments()],
             stdout=self._log, stderr=self._log, env=child_environment(),
         )
         self.processes.append(self._adapter)
