@@ -153,7 +153,9 @@ async def fleet_scrape(exporter: Callable[[web.Request], Awaitable[web.Response]
                                           url=str(server.make_url(f"/pod/{number * 2 + pod}/metrics")))
                                 for pod in range(2)))
             for number, key in enumerate(FleetSource().keys[:runtimes]))
-        scrape = ScrapeSource(discovery, concurrency=32)
+        # Timeouts far past the local server's answers: a loaded CI machine once timed out 9 of 120 connects at the
+        # default, and the line under test counts what the exporters answered, not the machine's speed
+        scrape = ScrapeSource(discovery, concurrency=32, timeout_s=60.0, connect_timeout_s=30.0)
         try:
             yield scrape
         finally:
