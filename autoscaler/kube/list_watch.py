@@ -11,9 +11,13 @@
 - A watch that ends within `SHORT_WATCH_S` having carried nothing (a proxy that cuts streams, an API server
   shutting down: the reflector's "very short watch") is not reopened before `SHORT_WATCH_S` after it opened,
   so such a server gets one watch a second from each loop, not one per round trip.
-- Any other failure: wait `backoff(n)` (the n-th failure in a row; reset once a watch ran to its end), never
-  less than the server's `Retry-After` (a 429 from API Priority and Fairness: client-go's REST client waits
-  that long too), and resume the watch from the last version seen, or list when there was none yet.
+- Any other failure: wait `backoff(n)` (the n-th failure in a row), never less than the server's `Retry-After` (a
+  429 from API Priority and Fairness: client-go's REST client waits that long too), and resume the watch from the
+  last version seen, or list when there was none yet. The count starts again once a watch ran to its end, and
+  once one had been open `HEALTHY_WATCH_S` when it broke: a stream cut after a healthy spell (a load balancer
+  cutting long-lived streams every few seconds, a restart storm) is the first failure of a new spell, reopened
+  after `backoff(1)`, not the next of one that doubled to 30 s. A watch that breaks as soon as it opens (a real
+  failure loop) still backs off as before.
 
 `list_from_cache` makes the first list `resourceVersion=0`, served from the API server's watch cache (cheap for
 10,000 pods), as the reflector's first list is. The error texts name `list|watch <resource> in <scope>`.
@@ -49,6 +53,18 @@ from autoscaler.kube.watch_health import LoopHealth
 
 SHORT_WATCH_S: Final = 1.0
 """A watch that ends sooner than this with nothing in it is a "very short watch" (client-go's reflector)."""
+HEALTHY_WATCH_S: Final = 5.0
+"""A watch open this long was healthy: a failure ending it starts a new failing spell (`backoff(1)`).
+
+client-go's reflector (`tools/cache/reflector.go`) reopens a watch whose stream ended or broke at once, from the
+last version; only a watch request that fails, a 429, and a very short watch wait on its backoff manager
+(`NewExponentialBackoffManager(800ms, 30s, 2m, 2.0, 1.0)`), which starts again from 800 ms after `resetDuration`,
+2 minutes without a backoff. This loop backs off a broken stream too (a proxy that breaks every stream is a
+failure loop), so a 2-minute reset would still let drops every 6 to 20 s double to 30 s: how long the watch was
+open is what tells the two apart. Time, not events: a quiet namespace's watch carries nothing for minutes (a
+BOOKMARK about each minute), and one whose owner fails on an event replays that event as soon as it opens. 5 s is
+longer than the round of any failure loop (a watch that breaks within it counts as the next failure in a row and
+backs off, doubling), and shorter than the 6 s and more that load balancers let a stream live."""
 
 
 def _nothing() -> None:
@@ -105,6 +121,8 @@ class ListWatch:
         self._name = name
         self._sleep = sleep
         self._health = health
+        self._open_since: float | None = None
+        """When the watch now open opened (monotonic); None while none is."""
 
     async def run(self) -> None:
         """List then watch until cancelled: resume after a clean end, list again after 410, back off on errors."""
@@ -128,6 +146,7 @@ class ListWatch:
                     self._guard.works(failures)
                 opened = time.monotonic()
                 version, carried = await self._watch(version)
+                self._open_since = None  # ended, not broken: what fails next is the next request
                 self._guard.works(failures)
                 failures = expiries = 0
                 if not carried and (pause := opened + SHORT_WATCH_S - time.monotonic()) > 0:
@@ -143,6 +162,8 @@ class ListWatch:
                 if expiries > 1:  # expired again right after a fresh list: do not hammer the API server
                     await self._sleep(self._guard.wait(expiries - 1))
             except Exception as error:
+                if self._was_healthy():  # a new failing spell: reopen at once, as the first failure does
+                    failures = 0
                 self._failed(error)
                 failures += 1
                 if not isinstance(error, KubeApiError):
@@ -151,6 +172,11 @@ class ListWatch:
                 retry_after = error.retry_after_s if isinstance(error, KubeApiError) else None
                 await self._sleep(self._guard.wait(failures, retry_after))
 
+    def _was_healthy(self) -> bool:
+        """Whether the watch that just failed had been open `HEALTHY_WATCH_S` (a list or an opening watch that
+        failed had not)."""
+        return self._open_since is not None and time.monotonic() - self._open_since >= HEALTHY_WATCH_S
+
     def _failed(self, error: Exception) -> None:
         """Tell `health` of one failure: the watch is not open, and why."""
         if self._health is not None:
@@ -158,6 +184,7 @@ class ListWatch:
         self._established(False)
 
     def _established(self, established: bool) -> None:
+        self._open_since = time.monotonic() if established else None
         if self._health is not None:
             self._health.established(self.scope, established)
 

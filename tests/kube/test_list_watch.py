@@ -163,6 +163,28 @@ async def test_watches_that_end_at_once_are_not_reopened_in_a_tight_loop(kube: F
     assert copy.lists == 1  # resumed from the last version seen: nothing was listed again
 
 
+async def test_a_watch_broken_as_soon_as_it_opens_backs_off_more_each_time(kube: FakeKubeApi, api: ApiClient) -> None:
+    """A failure loop (a proxy that breaks every stream once it opens): each break is the next failure in a row, so
+    the owner's backoff grows; only a watch open `HEALTHY_WATCH_S` starts the count again."""
+    failures: list[int] = []
+
+    def backoff(n: int) -> float:
+        failures.append(n)
+        return 0.01
+
+    copy = Copy()
+    loop = ListWatch(pods_of(api), "pods", NS, on_list=copy.replace, on_event=copy.apply, backoff=backoff,
+                     request_timeout_s=2.0, watch_timeout_s=30, log=log, name="test pod watch")
+    async with running(loop):
+        for _ in range(5):
+            await kube.wait_for_watches(1, "pods")
+            await asyncio.sleep(0.05)  # opened: its answer reached the loop
+            kube.end_watches(abort=True)
+        await kube.wait_for_watches(1, "pods")
+
+    assert failures == [1, 2, 3, 4, 5]
+
+
 @pytest.mark.parametrize("request_kind", ["list", "watch"])
 async def test_a_throttled_list_or_watch_waits_as_long_as_the_server_asks(
     kube: FakeKubeApi, api: ApiClient, request_kind: str
