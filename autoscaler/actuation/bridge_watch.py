@@ -26,6 +26,7 @@ from autoscaler.actuation.bridge_status import RUNTIME_SCALES
 from autoscaler.kube.backoff import spread_delay
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
+from autoscaler.kube.failing_spell import FailingSpell
 from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.raw import JSON, Endpoint, object_key, scope_name
 from autoscaler.kube.watch_health import LoopHealth, Watched, WatchHealth
@@ -101,12 +102,11 @@ class RuntimeScaleWatch:
         # Indexed by runtime: `replicas_for` runs for runtimes warming up each refresh, and a scan of every
         # RuntimeScale per runtime cost 5,000 x 5,000 comparisons (seconds) a refresh.
         self._owners = RuntimeOwners()
-        self._ok = False  # the last list or watch opened (True) or failed (False)
         self._settled = asyncio.Event()  # the first list answered, or failed (`settled`)
-        self._warned = False  # a failure was warned about and its recovery not said yet
+        self._spell = FailingSpell(failing=False)  # a failure was warned about and its recovery not said yet
         self._loop = ListWatch(
             client.custom_endpoint(RUNTIME_SCALES, scope), RUNTIME_SCALES.plural, scope,
-            on_list=self._listed, on_event=self._changed, on_synced=self._synced, on_failure=self._failed,
+            on_list=self._listed, on_event=self._changed, on_failure=self._failed, on_works=self._works,
             backoff=partial(spread_delay, initial_s=backoff_base_s, cap_s=backoff_cap_s),
             request_timeout_s=client.request_timeout_s, watch_timeout_s=watch_timeout_s,
             log=log, name=f"replica bridge: RuntimeScale watch of {scope_name(scope)}",
@@ -157,17 +157,15 @@ class RuntimeScaleWatch:
         list is no such delay: the bridge's resync lists the same collection, so nothing is carried until it
         works (the line said "at the next resync"). A 404 is the CRD not installed: the line says what to apply
         (the bridge's own list failure is DEBUG then: this line, on every replica, is the one that says it)."""
-        if self._ok or (failures == 1 and not self._warned):
+        if self._spell.failed():
             line = CRD_MISSING if crd_missing(error) else LIST_FAILING if self._loop.listing else WATCH_FAILING
             watch_news().say(line, self.scope, error)
-            self._warned = True
         else:
             log.debug("replica bridge: RuntimeScale watch failed (%d in a row): %s", failures, error)
-        self._ok = False
         self._settled.set()
 
-    def _synced(self) -> None:
-        if self._warned:
+    def _works(self) -> None:
+        """Say "works again" when the watch works (`ListWatch`'s rule: a list handed over, a watch run to its end
+        or open a while), not at each open: one that fails on the object it replays at once still fails."""
+        if self._spell.works():
             watch_news().say(WORKS_AGAIN, self.scope)
-            self._warned = False
-        self._ok = True

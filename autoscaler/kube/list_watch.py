@@ -13,22 +13,24 @@
   so such a server gets one watch a second from each loop, not one per round trip.
 - Any other failure: wait `backoff(n)` (the n-th failure in a row), never less than the server's `Retry-After` (a
   429 from API Priority and Fairness: client-go's REST client waits that long too), and resume the watch from the
-  last version seen, or list when there was none yet. The count starts again once a watch ran to its end, and
-  once one had been open `HEALTHY_WATCH_S` when it broke: a stream cut after a healthy spell (a load balancer
-  cutting long-lived streams every few seconds, a restart storm) is the first failure of a new spell, reopened
-  after `backoff(1)`, not the next of one that doubled to 30 s. A watch that breaks as soon as it opens (a real
-  failure loop) still backs off as before.
+  last version seen, or list when there was none yet. The count starts again once a watch ran to its end or
+  had been open `HEALTHY_WATCH_S`: a stream cut after a healthy spell (a load balancer cutting long-lived streams
+  every few seconds, a restart storm) is the first failure of a new spell, reopened after `backoff(1)`, not the
+  next of one that doubled to 30 s. A watch that breaks as soon as it opens (a real failure loop) still backs off
+  as before.
 
 `list_from_cache` makes the first list `resourceVersion=0`, served from the API server's watch cache (cheap for
 10,000 pods), as the reflector's first list is. The error texts name `list|watch <resource> in <scope>`.
 
-What the objects mean stays with the owner, told through four callbacks: `on_list(items)` replaces its copy
+What the objects mean stays with the owner, told through five callbacks: `on_list(items)` replaces its copy
 with the listed objects, `on_event(type, object)` folds one ADDED/MODIFIED/DELETED event in, `on_synced()`
 says the copy is current (a list arrived, a watch opened), `on_failure(error, n)` says it is not (the owner
-logs and flags that its own way). Failures are `KubeApiError`s; anything else (the owner's `on_list` or
-`on_event` raising: a bug) is retried too, a watch must never stop silently, and logged with its traceback once a
-failing spell, the repeats at DEBUG, with an INFO once a list is handed over or a watch runs to its end again
-(`RetryGuard.unexpected`). Nor can the owner's own `backoff` or `on_failure` stop it:
+logs and flags that its own way), and `on_works()` says the loop works (a list handed over, a watch run to its end
+or open `HEALTHY_WATCH_S`): only then may an owner say a failing watch works again, as a watch that opens and
+breaks at once does not (`autoscaler.kube.failing_spell`). Failures are `KubeApiError`s; anything else (the
+owner's `on_list` or `on_event` raising: a bug) is retried too, a watch must never stop silently, and logged with
+its traceback once a failing spell, the repeats at DEBUG, with an INFO once the loop works again, as `on_works` is
+told (`RetryGuard.unexpected`). Nor can the owner's own `backoff` or `on_failure` stop it:
 one that raises (or a backoff that answers no wait) is said once at ERROR and the loop retries at
 `retry_guard.FALLBACK_BACKOFF` (`autoscaler.kube.retry_guard`).
 
@@ -54,7 +56,7 @@ from autoscaler.kube.watch_health import LoopHealth
 SHORT_WATCH_S: Final = 1.0
 """A watch that ends sooner than this with nothing in it is a "very short watch" (client-go's reflector)."""
 HEALTHY_WATCH_S: Final = 5.0
-"""A watch open this long was healthy: a failure ending it starts a new failing spell (`backoff(1)`).
+"""A watch open this long works (`on_works`): a failure ending it starts a new failing spell (`backoff(1)`).
 
 client-go's reflector (`tools/cache/reflector.go`) reopens a watch whose stream ended or broke at once, from the
 last version; only a watch request that fails, a 429, and a very short watch wait on its backoff manager
@@ -84,6 +86,7 @@ class ListWatch:
         on_event: Callable[[str, JSON], None],
         on_synced: Callable[[], None] = _nothing,
         on_failure: Callable[[Exception, int], None] | None = None,
+        on_works: Callable[[], None] = _nothing,
         backoff: Callable[[int], float],
         request_timeout_s: float,
         watch_timeout_s: int,
@@ -108,6 +111,7 @@ class ListWatch:
         self._on_list = on_list
         self._on_event = on_event
         self._on_synced = on_synced
+        self._on_works = on_works
         self._guard = RetryGuard(backoff, log=log, name=name, on_failure=on_failure)
         """Neither the owner's backoff nor its failure handler can end the loop (`autoscaler.kube.retry_guard`)."""
         self._request_timeout_s = request_timeout_s
@@ -121,8 +125,8 @@ class ListWatch:
         self._name = name
         self._sleep = sleep
         self._health = health
-        self._open_since: float | None = None
-        """When the watch now open opened (monotonic); None while none is."""
+        self._failures = 0
+        """Failures in a row: `backoff`'s n."""
 
     async def run(self) -> None:
         """List then watch until cancelled: resume after a clean end, list again after 410, back off on errors."""
@@ -136,19 +140,18 @@ class ListWatch:
     async def _run(self) -> None:
         version: str | None = None
         consistent = not self._list_from_cache
-        failures = expiries = 0
+        expiries = 0
         while True:
             self.listing = version is None
             try:
                 if version is None:
                     version = await self._list(consistent)
                     self.listing = False
-                    self._guard.works(failures)
+                    self._works()
                 opened = time.monotonic()
                 version, carried = await self._watch(version)
-                self._open_since = None  # ended, not broken: what fails next is the next request
-                self._guard.works(failures)
-                failures = expiries = 0
+                self._works(healthy=True)
+                expiries = 0
                 if not carried and (pause := opened + SHORT_WATCH_S - time.monotonic()) > 0:
                     self._log.debug("%s: the watch ended at once with nothing in it; reopening in %.1f s",
                                     self._name, pause)
@@ -162,20 +165,32 @@ class ListWatch:
                 if expiries > 1:  # expired again right after a fresh list: do not hammer the API server
                     await self._sleep(self._guard.wait(expiries - 1))
             except Exception as error:
-                if self._was_healthy():  # a new failing spell: reopen at once, as the first failure does
-                    failures = 0
                 self._failed(error)
-                failures += 1
+                self._failures += 1
+                failures = self._failures
                 if not isinstance(error, KubeApiError):
                     self._guard.unexpected(error, failures)
                 self._guard.tell_failure(error, failures)
                 retry_after = error.retry_after_s if isinstance(error, KubeApiError) else None
                 await self._sleep(self._guard.wait(failures, retry_after))
 
-    def _was_healthy(self) -> bool:
-        """Whether the watch that just failed had been open `HEALTHY_WATCH_S` (a list or an opening watch that
-        failed had not)."""
-        return self._open_since is not None and time.monotonic() - self._open_since >= HEALTHY_WATCH_S
+    def _works(self, healthy: bool = False) -> None:
+        """The loop works: a list handed over, or (`healthy`) a watch run to its end or open `HEALTHY_WATCH_S`,
+        which also starts the count of failures in a row again. A list does not: a watch refused (a Role with
+        list but not watch) right after its list is the next failure in a row."""
+        self._guard.works(self._failures)
+        if healthy:
+            self._failures = 0
+        self._on_works()
+
+    def _healthy(self) -> None:
+        """The watch has been open `HEALTHY_WATCH_S` (a timer's callback, so nothing it raises may escape: the
+        owner's `on_works` failing is a bug to say, and the loop goes on)."""
+        try:
+            self._works(healthy=True)
+        except Exception as error:
+            self._log.error("%s: telling that the watch works failed: %r. This is a bug of the adapter: please "
+                            "report it with this message", self._name, error, exc_info=error)
 
     def _failed(self, error: Exception) -> None:
         """Tell `health` of one failure: the watch is not open, and why."""
@@ -184,7 +199,6 @@ class ListWatch:
         self._established(False)
 
     def _established(self, established: bool) -> None:
-        self._open_since = time.monotonic() if established else None
         if self._health is not None:
             self._health.established(self.scope, established)
 
@@ -214,6 +228,7 @@ class ListWatch:
         )
         response = await open_stream(call, what)
         carried = False
+        healthy = asyncio.get_running_loop().call_later(HEALTHY_WATCH_S, self._healthy)
         try:
             self._established(True)
             self._on_synced()
@@ -228,6 +243,7 @@ class ListWatch:
                     version = self._apply(line, what) or version
                     carried = True
         finally:
+            healthy.cancel()
             response.release()
 
     def _apply(self, line: bytes, what: str) -> str | None:

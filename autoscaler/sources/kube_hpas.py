@@ -39,6 +39,7 @@ import aiohttp
 
 from autoscaler.kube.backoff import exponential_delay
 from autoscaler.kube.errors import KubeApiError
+from autoscaler.kube.failing_spell import FailingSpell
 from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.paths import HPAS, collection_endpoint
 from autoscaler.kube.raw import JSON, Scope, scope_name
@@ -219,7 +220,8 @@ class HpaWatch:
         """False until every scope was listed, and while a watch is failing (bounds stay as last seen)."""
         self._ok: dict[Scope, bool] = dict.fromkeys(self._scopes, False)
         self._request_timeout_s = request_timeout_s
-        self._warned_failing: set[Scope] = set()  # scopes whose failure was warned about and not yet cleared
+        self._spells = {scope: FailingSpell(failing=False) for scope in self._scopes}
+        """Each scope's failure warned about and not yet cleared (`autoscaler.kube.failing_spell`)."""
         self._unanswered: set[Scope] = set(self._scopes)  # scopes whose first list neither came nor failed yet
         self._first_answers = asyncio.Event()
         self._loops = tuple(
@@ -227,6 +229,7 @@ class HpaWatch:
                 partial(self._endpoint, scope), "HPAs", scope,
                 on_list=partial(self._replace, scope), on_event=partial(self._apply, scope),
                 on_synced=partial(self._set_ok, scope, True), on_failure=partial(self._failed, scope),
+                on_works=partial(self._works, scope),
                 backoff=backoff, request_timeout_s=request_timeout_s, watch_timeout_s=watch_timeout_s,
                 log=log, name=f"HPA watch of {scope_name(scope)}",
                 health=None if health is None else LoopHealth(health, Watched.HPAS),
@@ -269,17 +272,19 @@ class HpaWatch:
 
     def _failed(self, scope: Scope, error: Exception, failures: int) -> None:
         self._answered(scope)
-        if isinstance(error, KubeApiError) and (self._ok[scope] or failures == 1):
+        if isinstance(error, KubeApiError) and self._spells[scope].failed():  # (a bug: `RetryGuard` says it)
             watch_news().say(FAILING, scope, error)
-            self._warned_failing.add(scope)
         self._set_ok(scope, False)
+
+    def _works(self, scope: Scope) -> None:
+        """The all-clear for the warning above, once, when the watch works (`ListWatch`'s rule), not at each
+        open: one that breaks at once still fails."""
+        if self._spells[scope].works():
+            watch_news().say(WORKS_AGAIN, scope)
 
     def _set_ok(self, scope: Scope, ok: bool) -> None:
         if ok:
             self._answered(scope)
-            if scope in self._warned_failing:  # the all-clear for the warning above, once
-                self._warned_failing.discard(scope)
-                watch_news().say(WORKS_AGAIN, scope)
         self._ok[scope] = ok
         self.ok = all(self._ok.values())
 

@@ -25,6 +25,7 @@ from typing import Any, Final
 import aiohttp
 from kubernetes.aio.client import ApiClient
 
+from autoscaler.kube.failing_spell import FailingSpell
 from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.paths import PODS, collection_endpoint
 from autoscaler.kube.raw import JSON, Scope, scope_name
@@ -97,6 +98,8 @@ class PodWatch:
         """False until the first list, and while the watch is failing."""
         self.error: str | None = None
         """What the watch last failed with, while it fails (for /debug)."""
+        self._spell = FailingSpell(failing=True)
+        """What the log said: `established` once it works (from the start), `broken` once a failing spell."""
         self._client = client
         self._on_change = on_change
         self._on_runtime_pods = on_runtime_pods
@@ -111,7 +114,7 @@ class PodWatch:
         self._loop = ListWatch(
             self._endpoint, "pods", scope,
             on_list=self._replace, on_event=self._apply_event, on_synced=self._synced, on_failure=self._failed,
-            backoff=backoff, request_timeout_s=request_timeout_s, watch_timeout_s=watch_timeout_s,
+            on_works=self._works, backoff=backoff, request_timeout_s=request_timeout_s, watch_timeout_s=watch_timeout_s,
             filters={"label_selector": label_selector}, list_from_cache=True,
             log=log, name=f"Kubernetes discovery: pod watch of {scope_name(scope)}",
             health=None if health is None else LoopHealth(health, Watched.PODS),
@@ -129,13 +132,26 @@ class PodWatch:
         return collection_endpoint(self._client(), PODS, self.scope)(**options)
 
     def _synced(self) -> None:
-        self._set_ok(True)
+        self.ok = True
+        self.error = None
         self._answered()
         if self._lost_at is not None:
             self._catching_up_until = time.time() + CATCH_UP_S
 
+    def _works(self) -> None:
+        """Say `established` when the watch works (`ListWatch`'s rule), not at each open: one that breaks at once
+        is still broken."""
+        if self._spell.works():
+            watch_news().say(ESTABLISHED, self.scope)
+
     def _failed(self, error: Exception, failures: int) -> None:
-        self._set_ok(False, error)
+        scope = scope_name(self.scope)
+        if self._spell.failed():
+            watch_news().say(BROKEN, self.scope, error)
+        else:
+            log.debug("Kubernetes discovery: pod watch of %s still failing (%d in a row): %s", scope, failures, error)
+        self.ok = False
+        self.error = f"pod watch of {scope} failing: {error}"
         self._answered()
         if self._lost_at is None:
             self._lost_at = time.time()
@@ -152,17 +168,6 @@ class PodWatch:
         for this one any longer."""
         self._first_attempt.set()
         watch_news().answered(ESTABLISHED, self.scope)
-
-    def _set_ok(self, ok: bool, error: Exception | None = None) -> None:
-        scope = scope_name(self.scope)
-        if ok and not self.ok:
-            watch_news().say(ESTABLISHED, self.scope)
-        elif not ok and self.ok:
-            watch_news().say(BROKEN, self.scope, error)
-        elif not ok:
-            log.debug("Kubernetes discovery: pod watch of %s still failing: %s", scope, error)
-        self.ok = ok
-        self.error = None if ok else f"pod watch of {scope} failing: {error}"
 
     def _replace(self, items: list[JSON]) -> None:
         """A fresh list: the pods are exactly these."""

@@ -1,0 +1,30 @@
+"""`FailingSpell`: when a watch's owner says it is failing and when it works again, the one rule for every owner.
+
+Each list + watch (`autoscaler.kube.list_watch.ListWatch`) tells its owner of every failure (`on_failure`) and of
+every time it works (`on_works`: a list handed over, a watch run to its end or open `HEALTHY_WATCH_S`). The owners
+said "works again" (`established`) each time a watch opened, and "failing" (`broken`) at the next failure: a watch
+that opens and breaks at once (a proxy refusing streams, the adapter's own code failing on one object it replays)
+wrote a WARNING and a false INFO at every retry. So a spell is said once, by its first failure, and its end once,
+when the loop works; the failures in between are for DEBUG.
+"""
+
+from __future__ import annotations
+
+
+class FailingSpell:
+    """Whether the owner has said its watch is failing (`failing`), and so what a failure or a recovery says."""
+
+    def __init__(self, *, failing: bool) -> None:
+        """`failing`: whether it starts as said failing, so that the first time it works is said (the pod watch's
+        `established`), or as working, so that only a recovery after a failure is (the RuntimeScale watch's)."""
+        self.failing = failing
+
+    def failed(self) -> bool:
+        """One failure: whether it starts a spell (say it at WARNING) rather than repeat one (DEBUG)."""
+        starts, self.failing = not self.failing, True
+        return starts
+
+    def works(self) -> bool:
+        """The loop works: whether that ends a spell (say it works again) rather than go on working."""
+        ends, self.failing = self.failing, False
+        return ends

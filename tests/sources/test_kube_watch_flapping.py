@@ -1,0 +1,88 @@
+"""The log of pod discovery and of the HPA watch while something between the adapter and the API server breaks
+every watch as soon as it opens (a proxy or load balancer that refuses long-lived streams), as the platform engineer
+reads it.
+
+Every retry's watch opened (`established`, `works again` at INFO) and broke (`broken, keeping last inventory`,
+`failing, keeping the bounds last seen`, WARNINGs): two lines a retry for as long as it lasted, each saying the
+watch worked when it did not. One warning a failing spell; the all-clear when the watch works again: a list handed
+over, a watch run to its end or open a while (`autoscaler.kube.failing_spell`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+from kubernetes.aio.client import ApiClient, Configuration
+
+from autoscaler.sources.kube_hpas import HpaWatch
+from tests.fakes.kube import FakeKubeApi
+from tests.sources.test_kube_pods import discovery
+from tests.support.waiting import eventually
+
+DROPS = 5
+NS = "modelmesh-serving"
+HPA_LINES = ("autoscaler.sources.kube_hpas", "HPA watch")
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[FakeKubeApi]:
+    async with FakeKubeApi() as server:
+        yield server
+
+
+def watch_lines(caplog: pytest.LogCaptureFixture, logger: str = "autoscaler.sources.kube_pods",
+                watch: str = "pod watch") -> list[tuple[str, str]]:
+    return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == logger and watch in r.getMessage()]
+
+
+async def dropped_as_soon_as_open(kube: FakeKubeApi, resource: str) -> None:
+    """`DROPS` watches of `resource` broken as soon as they open, then one that works: it runs to its end."""
+    for _ in range(DROPS):
+        await kube.wait_for_watches(1, resource)
+        await asyncio.sleep(0.05)  # opened: its answer reached the adapter
+        kube.end_watches(abort=True)
+    await kube.wait_for_watches(1, resource)
+    await asyncio.sleep(0.05)
+    kube.end_watches()
+    await kube.wait_for_watches(1, resource)
+
+
+async def test_a_pod_watch_broken_as_soon_as_it_opens_is_one_warning_and_established_once_it_works(
+    kube: FakeKubeApi, caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="autoscaler.sources.kube_pods")
+    subject = discovery(kube)
+    await subject.start()
+    try:
+        await eventually(lambda: len(watch_lines(caplog)) == 1)  # established, said
+        await dropped_as_soon_as_open(kube, "pods")
+        await eventually(lambda: watch_lines(caplog)[-1][0] == "INFO" and len(watch_lines(caplog)) > 1)
+    finally:
+        await subject.close()
+    lines = watch_lines(caplog)
+    assert [level for level, _ in lines] == ["INFO", "WARNING", "INFO"], lines
+    assert lines[1][1].startswith("Kubernetes discovery: pod watch of namespace modelmesh-serving broken"), lines
+    assert lines[2][1] == "Kubernetes discovery: pod watch of namespace modelmesh-serving established", lines
+
+
+async def test_an_hpa_watch_broken_as_soon_as_it_opens_is_one_warning_and_works_again_once_it_works(
+    kube: FakeKubeApi, caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = Configuration()
+    settings.host = kube.url
+    subject = HpaWatch(lambda: ApiClient(settings), [NS], watch_timeout_s=30, backoff=lambda n: 0.02)
+    caplog.set_level(logging.INFO, logger="autoscaler.sources.kube_hpas")
+    await subject.start()
+    try:
+        await dropped_as_soon_as_open(kube, "horizontalpodautoscalers")
+        await eventually(lambda: watch_lines(caplog, *HPA_LINES) != [] and watch_lines(caplog, *HPA_LINES)[-1][0]
+                         == "INFO")
+    finally:
+        await subject.close()
+    lines = watch_lines(caplog, *HPA_LINES)
+    assert [level for level, _ in lines] == ["WARNING", "INFO"], lines
+    assert lines[0][1].startswith(f"HPA watch of namespace {NS} failing, keeping the bounds last seen"), lines
+    assert lines[1][1] == f"HPA watch of namespace {NS} works again; the bounds are current", lines
