@@ -10,9 +10,11 @@ that raises is skipped. Either is said once at ERROR, with its traceback and the
 again: a loop retrying every half second must not write a traceback each time.
 
 So is the owner's own code failing in the loop (`unexpected`: `ListWatch`'s `on_list` or `on_event` raising anything
-but a `KubeApiError`): it wrote "unexpected error" and a whole traceback at every retry, every 0.5 to 30 s for as long
-as it lasted. Now each kind of error (its type) is said with its traceback once a failing spell, the repeats at DEBUG,
-and an INFO says when the loop `works` again; a kind first seen within the spell is said too (`SaidOnce`).
+but a `KubeApiError`, the Deployment resync's reads failing so): it wrote "unexpected error" and a whole traceback at
+every retry, every 0.5 to 30 s for as long as it lasted. Now each kind of error (its type) is said with its traceback
+once a failing spell, the repeats at DEBUG, and an INFO says when the loop `works` again; a kind first seen within the
+spell is said too. A loop that reads several namespaces (the Deployment resync) names the one failing (`where`): each
+is a spell of its own, said with its namespace and ended when that one works again.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from functools import partial
 from typing import Final
 
 from autoscaler.kube.backoff import exponential_delay
-from autoscaler.said_once import SaidOnce
 
 FALLBACK_INITIAL_S: Final = 0.5
 FALLBACK_CAP_S: Final = 30.0
@@ -53,26 +54,33 @@ class RetryGuard:
         self._name = name
         self._broken: set[str] = set()
         """The callables whose failure was said and whose recovery was not yet ("backoff", "on_failure")."""
-        self._unexpected: SaidOnce[str] = SaidOnce(gone_kept=0)
-        """The kinds of unexpected error said in this failing spell, by type name: forgotten once it `works`."""
+        self._unexpected: set[tuple[str | None, str]] = set()
+        """The kinds of unexpected error said in this failing spell, by where (None: the loop's one thing) and type
+        name: forgotten once it `works` (there)."""
 
-    def unexpected(self, error: Exception, failures: int) -> None:
+    def unexpected(self, error: Exception, failures: int, where: str | None = None) -> None:
         """The loop's `failures`-th failure in a row is not the API's but the adapter's own code's (`error`): said
-        with its traceback the first time its kind comes in a failing spell, else at DEBUG."""
-        if self._unexpected.first_time(type(error).__name__):
-            self._log.error("%s: unexpected error %r; retrying as after any failure, and saying it again at DEBUG "
+        with its traceback the first time its kind comes in a failing spell (of `where`: "in namespace ns", for a
+        loop that reads several), else at DEBUG."""
+        key = (where, type(error).__name__)
+        at = f" {where}" if where else ""
+        if key not in self._unexpected:
+            self._unexpected.add(key)
+            self._log.error("%s: unexpected error %r%s; retrying as after any failure, and saying it again at DEBUG "
                             "only until it works again. This is a bug of the adapter: please report it with this "
-                            "message", self._name, error, exc_info=error)
+                            "message", self._name, error, at, exc_info=error)
         else:
-            self._log.debug("%s: unexpected error %r again (failures in a row: %d)", self._name, error, failures)
+            self._log.debug("%s: unexpected error %r%s again (failures in a row: %d)", self._name, error, at,
+                            failures)
 
-    def works(self, failures: int) -> None:
-        """The loop did what failed (a list handed over, a watch run to its end) after `failures` failures in a
-        row: an unexpected error said in this spell is over, and said to be."""
-        if len(self._unexpected):
-            self._unexpected.keep(())
-            self._log.info("%s: works again after the unexpected error (%d failure%s in a row)", self._name,
-                           failures, "" if failures == 1 else "s")
+    def works(self, failures: int, where: str | None = None) -> None:
+        """The loop did what failed (a list handed over, a watch run to its end; the read of `where`) after
+        `failures` failures in a row: an unexpected error said in this spell (there) is over, and said to be."""
+        ended = {key for key in self._unexpected if where is None or key[0] == where}
+        if ended:
+            self._unexpected -= ended
+            self._log.info("%s: works again%s after the unexpected error (%d failure%s in a row)", self._name,
+                           f" {where}" if where else "", failures, "" if failures == 1 else "s")
 
     def wait(self, failures: int, retry_after_s: float | None = None) -> float:
         """Seconds to wait after the `failures`-th failure in a row: the owner's `backoff(failures)`, else

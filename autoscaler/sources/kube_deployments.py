@@ -239,9 +239,10 @@ class DeploymentResync:
                 errors = await self._refresh()
             except Exception as error:  # no client: every namespace
                 errors = {None: error}
-            self._note_failing(errors)
             if errors:
                 failures += 1
+            self._note_failing(errors, failures)
+            if errors:
                 # Never sooner than the server's Retry-After (a 429 from API Priority and Fairness), never later
                 # than the resync.
                 retry_after = max((error.retry_after_s or 0.0 for error in errors.values()
@@ -253,20 +254,21 @@ class DeploymentResync:
             first_attempt.set()
             await self._sleep(delay)
 
-    def _note_failing(self, errors: dict[Scope, Exception]) -> None:
+    def _note_failing(self, errors: dict[Scope, Exception], failures: int) -> None:
         """Record each namespace's failed read, logging a namespace once when it starts failing and when it is
-        readable again."""
+        readable again; an error of the adapter's own (not the API's) once a failing spell of that namespace,
+        with its traceback (`RetryGuard.unexpected`: it was a traceback at every retry)."""
         for scope, error in errors.items():
             if self._health is not None:
                 self._health.failed(error)
             if not isinstance(error, KubeApiError):
-                log.error("Kubernetes discovery: unexpected error reading runtime Deployments in %s",
-                          scope_name(scope), exc_info=error)
+                self._guard.unexpected(error, failures, where=f"in {scope_name(scope)}")
             elif scope not in self.failing:
                 log.warning("Kubernetes discovery: cannot read runtime Deployments in %s, keeping its runtimes as "
                             "last read; they hold their values until it recovers: %s", scope_name(scope), error)
         for scope in self.failing.keys() - errors.keys():
             log.info("Kubernetes discovery: runtime Deployments in %s readable again", scope_name(scope))
+            self._guard.works(failures, where=f"in {scope_name(scope)}")
         self.failing = {scope: f"cannot read runtime Deployments: {error}" for scope, error in errors.items()}
         self.tried = True
 
