@@ -27,6 +27,7 @@ from aiohttp import web
 
 from autoscaler.api.certs import generate_self_signed, server_context
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, build_app
+from autoscaler.demo.orphans import stop_adopted
 
 NAMESPACE = "default"
 DEPLOYMENT = "modelmesh-serving-demo"
@@ -91,6 +92,7 @@ class DemoFleet:
             for pod in list(self.pods):
                 await self._stop_pod(pod)
             self._stop(self.processes)
+            stop_adopted()  # what they started: the adapter's worker and resource tracker
             self._log.close()
 
     def write_targets(self) -> None:

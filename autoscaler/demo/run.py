@@ -33,6 +33,7 @@ import aiohttp
 
 from autoscaler.demo.arguments import DEMO_MAX_PODS
 from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, DemoFleet, DemoPod
+from autoscaler.demo.orphans import adopt_orphans
 from autoscaler.demo.removals import scale_down
 from autoscaler.log_lists import in_words
 from autoscaler.names import GROUP_VERSION, ServedMetric
@@ -478,6 +479,9 @@ def run_demo(args: argparse.Namespace) -> int:
     # From here Ctrl-C is the demo's: KeyboardInterrupt removes the directory, then the loop's handler stops
     # what it started (`autoscaler.cli` ended the start at once until now).
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    # The adapter's own processes (its worker, multiprocessing's resource tracker) outlive it by a moment, or for
+    # good where it is killed: handed to this process, they are stopped with the rest (`fleet.DemoFleet.running`).
+    adopt_orphans()
     # The directory goes when the demo ends or is interrupted, but not when it failed: the first line pointed the
     # user to its log, and that log holds the reason.
     directory = Path(tempfile.mkdtemp(prefix="modelmesh-demo-"))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.processes import poll
-from tests.support.terminal import ctrl_c_after, moment_of_start_up
+from tests.support.terminal import ctrl_c_after, ctrl_c_once, moment_of_start_up
 
 pytestmark = pytest.mark.slow
 
@@ -212,6 +212,23 @@ def test_ctrl_c_during_start_up_ends_with_one_line_and_leaves_nothing(share: flo
     assert run.ended_by_ctrl_c, run.output
     assert "Traceback" not in run.output and "KeyboardInterrupt" not in run.output, run.output
     assert run.output.strip().splitlines()[-1] in ("interrupted.", "interrupted: every process stopped."), run.output
+    assert run.left == [], f"processes of the demo still running: {run.left}"
+
+
+def adapter_has_started_its_worker(group: int) -> bool:
+    """The adapter's serving worker runs (multiprocessing's spawn, after its resource tracker): both are the
+    adapter's children, not the demo's."""
+    found = subprocess.run(["pgrep", "-g", str(group), "-f", "multiprocessing.spawn"], capture_output=True)
+    return found.returncode == 0
+
+
+def test_ctrl_c_once_the_adapter_has_started_its_worker_leaves_nothing() -> None:
+    """The adapter starts processes of its own (its serving worker and multiprocessing's resource tracker), which
+    outlived it: the demo waited for the adapter alone and ended while they still ran, two processes left in the
+    terminal's group (`processes of the demo still running: ['26315', '26316']`)."""
+    run = ctrl_c_once([*DEMO, "--duration", "120"], adapter_has_started_its_worker)
+    assert run.ended_by_ctrl_c, run.output
+    assert run.output.strip().splitlines()[-1] == "interrupted: every process stopped.", run.output
     assert run.left == [], f"processes of the demo still running: {run.left}"
 
 

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +54,22 @@ class Interrupted:
 def ctrl_c_after(command: Sequence[str], seconds: float) -> Interrupted:
     process = start_in_a_terminal(command)
     time.sleep(seconds)
+    return _ctrl_c(process)
+
+
+def ctrl_c_once(command: Sequence[str], started: Callable[[int], bool], timeout: float = 60) -> Interrupted:
+    """Ctrl-C as soon as `started(process group)` holds (polled): a moment of the start-up reached through what
+    can be seen of it, rather than a time that a loaded machine moves."""
+    process = start_in_a_terminal(command)
+    deadline = time.monotonic() + timeout
+    while not started(process.pid):
+        assert process.poll() is None, f"it ended before the moment came: {process.communicate()[0]}"
+        assert time.monotonic() < deadline, f"the moment did not come within {timeout:g} s"
+        time.sleep(0.05)
+    return _ctrl_c(process)
+
+
+def _ctrl_c(process: subprocess.Popen[str]) -> Interrupted:
     os.killpg(process.pid, signal.SIGINT)
     output, _ = process.communicate(timeout=60)
     left = subprocess.run(["pgrep", "-g", str(process.pid)], capture_output=True, text=True).stdout.split()
