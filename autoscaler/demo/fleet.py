@@ -32,6 +32,11 @@ from autoscaler.demo.orphans import stop_adopted
 NAMESPACE = "default"
 DEPLOYMENT = "modelmesh-serving-demo"
 
+PROCESS_STOP_S = 15.0
+"""How long a process the demo started gets to stop after SIGTERM before it is killed: past the 10 s the adapter
+gives its serving workers (`worker_pool.STOP_TIMEOUT_S`, not imported: the demo starts without the serving code),
+so that the adapter stops them and removes its directories itself."""
+
 
 def child_environment() -> dict[str, str]:
     """The demo's processes get every setting as a flag; an `AUTOSCALER_*` or `EXPORTER_*` variable left in the
@@ -194,7 +199,7 @@ class DemoFleet:
                 process.send_signal(signal.SIGTERM)
         for process in processes:
             try:
-                process.wait(timeout=5)
+                process.wait(timeout=PROCESS_STOP_S)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()

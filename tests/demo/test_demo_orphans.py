@@ -44,3 +44,12 @@ def test_a_process_left_by_a_process_the_demo_started_is_stopped_with_it() -> No
     if alive.strip():
         os.kill(left, 9)
     assert alive.strip() == "", f"left running after the demo ended: {alive}"
+
+
+def test_the_demo_waits_for_the_adapter_longer_than_the_adapter_waits_for_its_workers() -> None:
+    """Killed before its own deadline for its serving workers, the adapter leaves them (and its temporary
+    directories) for `stop_adopted` to kill: the demo's wait must outlast the adapter's."""
+    from autoscaler.demo.fleet import PROCESS_STOP_S
+    from autoscaler.worker_pool import STOP_TIMEOUT_S
+
+    assert PROCESS_STOP_S > STOP_TIMEOUT_S
