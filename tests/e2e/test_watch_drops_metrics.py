@@ -12,15 +12,13 @@ The real `serve` over the fake Kubernetes API, its /metrics read over HTTPS as P
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_watch_failures_metrics import DEPLOYMENT, NS, SELECTOR, scraped_until, watch_series
+from tests.e2e.test_watch_failures_metrics import DEPLOYMENT, NS, SELECTOR, scraped_until, serving, watch_series
 from tests.fakes.kube import FakeKubeApi
-from tests.support.processes import free_port, running
 
 pytestmark = pytest.mark.slow
 
@@ -38,17 +36,11 @@ REOPENED_WITHIN_S = 2.5
 async def cluster(tmp_path: Path) -> AsyncIterator[tuple[FakeKubeApi, str]]:
     """`serve --namespaces ml` (the bridge on, no leader election) over a healthy fake API: it and the adapter's
     host:port."""
-    port = free_port()
     async with FakeKubeApi() as kube:
         kube.add_deployment(NS, DEPLOYMENT, replicas=1, labels=SELECTOR, selector=SELECTOR)
         kube.add_pod(NS, "triton-0", labels={**SELECTOR, "pod-template-hash": "abc"})
-        with contextlib.ExitStack() as stack:
-            await asyncio.to_thread(stack.enter_context, running(
-                ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}",
-                 "--kubeconfig", str(kube.write_kubeconfig(tmp_path / "cluster.kubeconfig")), "--namespaces", NS,
-                 "--refresh-interval", "1", "--leader-elect", "false", "--deletion-cost", "off"],
-                f"https://127.0.0.1:{port}/healthz", tmp_path / "adapter.log"))
-            yield kube, f"127.0.0.1:{port}"
+        async with serving(kube, tmp_path) as adapter:
+            yield kube, adapter
 
 
 def all_open(failures: dict[tuple[str, str], float], established: dict[tuple[str, str], float]) -> bool:

@@ -57,24 +57,33 @@ async def scraped_until(adapter: str, wanted: Callable[[dict[tuple[str, str], fl
     raise AssertionError(f"after {timeout:g} s still {last}")
 
 
+
+@contextlib.asynccontextmanager
+async def serving(kube: FakeKubeApi, tmp_path: Path) -> AsyncIterator[str]:
+    """`serve --namespaces ml` (the bridge on, no leader election, deletion costs off) over `kube`, running: its
+    host:port."""
+    port = free_port()
+    with contextlib.ExitStack() as stack:
+        await asyncio.to_thread(stack.enter_context, running(
+            ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}",
+             "--kubeconfig", str(kube.write_kubeconfig(tmp_path / "cluster.kubeconfig")), "--namespaces", NS,
+             "--refresh-interval", "1", "--leader-elect", "false", "--deletion-cost", "off"],
+            f"https://127.0.0.1:{port}/healthz", tmp_path / "adapter.log"))
+        yield f"127.0.0.1:{port}"
+
+
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[tuple[FakeKubeApi, str]]:
     """`serve --namespaces ml` (the bridge on, no leader election) whose ClusterRole lost list and watch on HPAs and
     watch on RuntimeScales, and list on Deployments: the fake API and the adapter's host:port."""
-    port = free_port()
     async with FakeKubeApi() as kube:
         kube.add_deployment(NS, DEPLOYMENT, replicas=1, labels=SELECTOR, selector=SELECTOR)
         for verb in ("list", "watch"):
             kube.forbid(verb, "horizontalpodautoscalers", NS)
         kube.forbid("watch", "runtimescales", NS)
         kube.forbid("list", "deployments", NS)
-        with contextlib.ExitStack() as stack:
-            await asyncio.to_thread(stack.enter_context, running(
-                ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}",
-                 "--kubeconfig", str(kube.write_kubeconfig(tmp_path / "cluster.kubeconfig")), "--namespaces", NS,
-                 "--refresh-interval", "1", "--leader-elect", "false", "--deletion-cost", "off"],
-                f"https://127.0.0.1:{port}/healthz", tmp_path / "adapter.log"))
-            yield kube, f"127.0.0.1:{port}"
+        async with serving(kube, tmp_path) as adapter:
+            yield kube, adapter
 
 
 async def test_refused_and_dropped_watches_are_counted_by_cause_and_their_state_served(

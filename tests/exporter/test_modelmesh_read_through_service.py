@@ -27,7 +27,7 @@ from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
 from tests.exporter.conftest import Clock, ExporterPod
 from tests.exporter.modelmesh_wire import MetricsPort, ModelMeshContainer
-from tests.support.log_lines import LineCatcher
+from tests.support.log_lines import caught_lines
 
 INTERVAL_S = 5.0
 RESTARTED = "ModelMesh restarted ("
@@ -132,29 +132,23 @@ async def through_service(counts: list[float], blocks: Picks) -> None:
     await port.up()
     collector = ModelMeshCollector(CollectorHealth(clock=clock), port.url, ssl_context=False, clock=clock,
                                    wall_clock=clock)
-    said = LineCatcher()
-    logger = logging.getLogger("exporter")
-    level = logger.level
-    logger.addHandler(said)
-    logger.setLevel(logging.INFO)
     refused_at: int | None = None
-    try:
-        async with aiohttp.ClientSession() as session:
-            for read, pick in enumerate(itertools.chain.from_iterable(blocks)):
-                port.container = containers[pick]
-                clock.now += INTERVAL_S
-                if not await collector.scrape_once(session) and refused_at is None:
+    with caught_lines("exporter") as said:
+        try:
+            async with aiohttp.ClientSession() as session:
+                for read, pick in enumerate(itertools.chain.from_iterable(blocks)):
+                    port.container = containers[pick]
+                    clock.now += INTERVAL_S
+                    if not await collector.scrape_once(session) and refused_at is None:
+                        latest = collector.window.latest
+                        assert latest is not None
+                        refused_at, total_then = read, latest.values["requests"]
                     latest = collector.window.latest
                     assert latest is not None
-                    refused_at, total_then = read, latest.values["requests"]
-                latest = collector.window.latest
-                assert latest is not None
-                if refused_at is not None:
-                    assert latest.values["requests"] - total_then <= max(counts) - min(counts)
-    finally:
-        logger.removeHandler(said)
-        logger.setLevel(level)
-        await port.down()
+                    if refused_at is not None:
+                        assert latest.values["requests"] - total_then <= max(counts) - min(counts)
+        finally:
+            await port.down()
     reads = sum(map(len, blocks))
     if reads >= 24:
         assert refused_at is not None and refused_at < 24, refused_at

@@ -26,7 +26,7 @@ from exporter.collectors.modelmesh import ModelMeshCollector
 from exporter.counters import RESTARTS_APART_S
 from tests.exporter.conftest import Clock, ExporterPod
 from tests.exporter.modelmesh_wire import MetricsPort, ModelMeshContainer
-from tests.support.log_lines import LineCatcher
+from tests.support.log_lines import caught_lines
 
 INTERVAL_S = 5.0
 RECOVERED = "modelmesh collector recovered"
@@ -149,57 +149,51 @@ async def live(events: list[Event]) -> None:
     await port.up()
     collector = ModelMeshCollector(CollectorHealth(clock=clock), port.url, ssl_context=False, clock=clock,
                                    wall_clock=clock)
-    said = LineCatcher()
-    logger = logging.getLogger("exporter")
-    level = logger.level
-    logger.addHandler(said)
-    logger.setLevel(logging.INFO)
-    try:
-        async with aiohttp.ClientSession() as session:
+    with caught_lines("exporter") as said:
+        try:
+            async with aiohttp.ClientSession() as session:
 
-            async def read() -> bool:
-                clock.now += INTERVAL_S
-                return await collector.scrape_once(session)
+                async def read() -> bool:
+                    clock.now += INTERVAL_S
+                    return await collector.scrape_once(session)
 
-            for _ in range(3):
-                container.serve(40 * INTERVAL_S)
-                assert await read()
-            last_restart = -math.inf
-            for refused, new_container in events:
-                # ModelMesh's JVM takes tens of seconds to start: restarts closer are refused as reads of two pods
-                while new_container and clock.now + (refused + 1) * INTERVAL_S - last_restart < RESTARTS_APART_S:
+                for _ in range(3):
                     container.serve(40 * INTERVAL_S)
                     assert await read()
-                if new_container:
-                    last_restart = clock.now + (refused + 1) * INTERVAL_S
-                said.take()
-                if refused:
-                    await port.down()
-                    for _ in range(refused):
-                        assert not await read()
-                outage_logged = any("modelmesh collector failed" in line for line in said.take())
-                if new_container:
-                    container.restart()
-                if refused:
-                    await port.up()
-                container.serve(40 * INTERVAL_S)
-                assert await read()
-                end = [line for line in said.take() if RECOVERED in line or RESTARTED in line or GAP in line]
-                gap = (refused + 1) * INTERVAL_S > GAP_S
-                expected = int(outage_logged or new_container or gap)
-                assert len(end) == expected, (refused, new_container, end)
-                if end:
-                    assert end[0].startswith(RECOVERED) == outage_logged, end
-                    assert (RESTARTED in end[0]) == new_container, end
-                    # a new container's line says the gap itself; in the same container, the rates start again
-                    assert ("without a reading" in end[0]) == (gap and new_container), end
-                    assert (GAP in end[0] and RATES_START_AGAIN in end[0]) == (gap and not new_container), end
-                container.serve(40 * INTERVAL_S)  # counts above a new container's first read: its restart shows
-                assert await read()
-    finally:
-        logger.removeHandler(said)
-        logger.setLevel(level)
-        await port.down()
+                last_restart = -math.inf
+                for refused, new_container in events:
+                    # ModelMesh's JVM takes tens of seconds to start: restarts closer are refused as reads of two pods
+                    while new_container and clock.now + (refused + 1) * INTERVAL_S - last_restart < RESTARTS_APART_S:
+                        container.serve(40 * INTERVAL_S)
+                        assert await read()
+                    if new_container:
+                        last_restart = clock.now + (refused + 1) * INTERVAL_S
+                    said.take()
+                    if refused:
+                        await port.down()
+                        for _ in range(refused):
+                            assert not await read()
+                    outage_logged = any("modelmesh collector failed" in line for line in said.take())
+                    if new_container:
+                        container.restart()
+                    if refused:
+                        await port.up()
+                    container.serve(40 * INTERVAL_S)
+                    assert await read()
+                    end = [line for line in said.take() if RECOVERED in line or RESTARTED in line or GAP in line]
+                    gap = (refused + 1) * INTERVAL_S > GAP_S
+                    expected = int(outage_logged or new_container or gap)
+                    assert len(end) == expected, (refused, new_container, end)
+                    if end:
+                        assert end[0].startswith(RECOVERED) == outage_logged, end
+                        assert (RESTARTED in end[0]) == new_container, end
+                        # a new container's line says the gap itself; in the same container, the rates start again
+                        assert ("without a reading" in end[0]) == (gap and new_container), end
+                        assert (GAP in end[0] and RATES_START_AGAIN in end[0]) == (gap and not new_container), end
+                    container.serve(40 * INTERVAL_S)  # counts above a new container's first read: its restart shows
+                    assert await read()
+        finally:
+            await port.down()
 
 
 @settings(max_examples=25, deadline=None)
