@@ -20,10 +20,12 @@ rose faster than the signals' ceilings allow (`exporter.counter_ceilings`) is re
 kept, and is the baseline the next readings count on from (`exporter.counter_jumps`): a count that jumped once
 and stays costs one read, not every read after it.
 
-A restart seen again within `RESTARTS_APART_S` of the last (counters down twice within a minute) is refused as
-well: ModelMesh's JVM takes tens of seconds to start, so that is reads from different ModelMesh containers (the
+A reading that looks like a new container less than `MIN_RESTART_S` after the last good one is refused as well:
+no new ModelMesh answers that soon after the old one did, so it is another ModelMesh read in turn (the
 `modelmesh-serving` Service's port in `--modelmesh-url` instead of the pod's own), each of which, taken as a
-restart, added its pod's whole lifetime count (`_check_restart_plausible`).
+restart, added its pod's whole lifetime count, or a body that lacked every series once (`_check_restart_soon`).
+One later than that is a restart, however soon after the one before: a crash-looping ModelMesh's every container
+counts.
 
 Logs go to the ModelMesh collector's logger (`exporter.collectors.modelmesh`), the one operators filter on.
 """
@@ -54,23 +56,24 @@ from exporter.settings import setting
 
 log = logging.getLogger("exporter.collectors.modelmesh")
 
-RESTARTS_APART_S: Final = 60.0
-"""Restarts seen closer than this are reads of different containers, not restarts. A new ModelMesh container
-answers its first read after its JVM starts (tens of seconds) and, in a crash loop, after the kubelet's back-off
-(10 s, then 20 s, 40 s, ...); counters that went down in two reads a minute apart are not two new JVMs. Longer
-would cost a real double restart more refused reads (each is one read of a minute without a good one, below);
-shorter would let a Service that alternates every 15 s or more go uncaught."""
-MIXED_READS_MEMORY_S: Final = 600.0
-"""After a refused restart, how long a new one is still refused (the last refused one counting from its time): a
-Service whose answers switch pods only now and then (a kept-alive connection to one pod, until it is closed) is
-still caught after the first time."""
-_SERVICE_HINT: Final = (
-    "no ModelMesh restarts that often (its JVM takes tens of seconds to start): the reads seem to come from "
-    f"different ModelMesh containers, as where {setting('--modelmesh-url')} is the modelmesh-serving Service "
-    "(port 2112 of every runtime pod) instead of this pod's own ModelMesh. Point it at https://127.0.0.1:2112/metrics "
-    "(the default; http://127.0.0.1:2112/metrics where ModelMesh serves plain http). This read is refused, the last "
-    f"good values kept; a ModelMesh that did restart twice is read again after {RESTARTS_APART_S:g} s without a "
-    "good read")
+MIN_RESTART_S: Final = 10.0
+"""The least time between the old ModelMesh container's last good read and a read of a new one. In between the
+old container must die (it answered at that read), the kubelet must see it and start the new one (a crash loop's
+back-off is 10 s from the second restart on), and the new JVM must start and serve its metrics port (tens of
+seconds). A reading that looks like a new container sooner is another ModelMesh's, or a garbled body. Two default
+intervals (5 s): reads of two pods answered in turn are caught at the default interval. Longer would refuse the
+first read of a container that did come back in 10 s (a real restart is only put off by that: the read taken
+later counts all its new container counted, but the warning calls a good body garbled); reads of two pods at an
+interval of 10 s or more cannot be told from restarts by timing whatever the value (docs/operations.md)."""
+SERVICE_HINT: Final = (
+    "the reads come from different ModelMesh containers, as where " + setting("--modelmesh-url") + " is the "
+    "modelmesh-serving Service (port 2112 of every runtime pod) instead of this pod's own ModelMesh. Point it at "
+    "https://127.0.0.1:2112/metrics (the default; http://127.0.0.1:2112/metrics where ModelMesh serves plain http)")
+"""What a too-soon restart says where `--modelmesh-url`'s host is not this pod's loopback (the collector's choice)."""
+ONE_MODELMESH_HINT: Final = (
+    "this pod's own ModelMesh is read, so within one ModelMesh its body lacked series or its counts went back: "
+    "cut short or garbled")
+"""What a too-soon restart says where `--modelmesh-url` is the pod's loopback: one ModelMesh, a bad body."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,14 +109,19 @@ class CounterWindow:
     and no rate is given until a second reading comes.
     """
 
-    def __init__(self, window_s: float, forget_after_s: float = 3600.0, *, late_s: float = 0.0) -> None:
+    def __init__(self, window_s: float, forget_after_s: float = 3600.0, *, late_s: float = 0.0,
+                 soon_hint: str = ONE_MODELMESH_HINT) -> None:
         """`forget_after_s`: how long a vanished series is remembered (bounds memory under label churn).
 
         `late_s`: how much farther apart than the window two readings may be and still not be a gap: the read's
         timeout. A read answers up to its timeout after it starts, so reads that came on time are up to the
         interval plus the timeout apart, and the window may be as short as the interval. Without it, a window
         equal to the interval (which the settings allow) took every reading, a few milliseconds more than the
-        interval after the last, for a gap: no rate, ever, and a log line at every read."""
+        interval after the last, for a gap: no rate, ever, and a log line at every read.
+
+        `soon_hint`: what a reading refused as a restart too soon says it is (`SERVICE_HINT` where the URL is not
+        the pod's loopback, `ONE_MODELMESH_HINT`)."""
+        self._soon_hint = soon_hint
         self.window_s = window_s
         self.late_s = late_s
         self._forget_after_s = forget_after_s
@@ -131,10 +139,6 @@ class CounterWindow:
         self._refused_at: float | None = None
         """When the last reading refused for its counts' rise was read, until the next reading is accepted: the
         rate window starts again there, as what that reading added is not counted."""
-        self._restart_seen_at: float | None = None
-        """When a reading last looked like a new container, taken or refused (`_check_restart_plausible`)."""
-        self._restart_refused_at: float | None = None
-        """When such a reading was last refused as too soon after the one before."""
         self.resets = 0
         """ModelMesh restarts seen."""
         self.restarts = 0
@@ -172,7 +176,7 @@ class CounterWindow:
         self._check_unlabelled_kept(series)
         restart = None if previous is None else self._restart(series, reading.has_instance_record)
         if restart and previous is not None:
-            self._check_restart_plausible(restart, previous.at, at)
+            self._check_restart_soon(restart, series, previous.at, at)
         if previous is not None and not restart:
             self._check_requests_kept(series)
         # ModelMesh serves its unlabelled histograms from its start: appearing now, they were missing from the
@@ -260,26 +264,29 @@ class CounterWindow:
             self._jumps.forget(stale)
         return None if risen is None else frozenset(risen)
 
-    def _check_restart_plausible(self, restart: str, good_at: float, at: float) -> None:
-        """Refuse a reading that looks like a new container (`restart` says why) where a restart was seen less than
-        `RESTARTS_APART_S` before it, or one was refused less than `MIXED_READS_MEMORY_S` before (ScrapeFailure,
-        changing nothing), unless the last good reading (read at `good_at`) is `RESTARTS_APART_S` old.
+    def _check_restart_soon(self, restart: str, series: Mapping[Series, float], good_at: float, at: float) -> None:
+        """Refuse a reading that looks like a new container (`restart` says why) read less than `MIN_RESTART_S`
+        after the old container last answered: ScrapeFailure, changing nothing. That is the last good reading (read
+        at `good_at`), or where counts went down, the last reading that had those series at their higher counts: a
+        new JVM that published its instance record before it served had its first reading taken for the old
+        container's (none of the request series left, its unlabelled histograms at 0 as the old one's), and its
+        counts show lower only at the next.
 
-        Reads of two idle pods in turn (the Service's port) each looked like a restart and added that pod's whole
-        lifetime count: thousands of requests a read from pods that served none, said only as `ModelMesh
-        restarted` at every other read. Refused, the reads of the pod followed go on being taken and add what it
-        serves; the others are counted as errors. A ModelMesh that did restart twice that fast has no good read
-        once its old container is gone: a minute later its reading is taken as the restart it is, with all it
-        counted meanwhile."""
-        seen_at, self._restart_seen_at = self._restart_seen_at, at
-        if at - good_at >= RESTARTS_APART_S or seen_at is None:
+        No new ModelMesh answers that soon after the old one did. Reads of two idle pods in turn (the Service's
+        port) each looked like a restart and added that pod's whole lifetime count: thousands of requests a read
+        from pods that served none, said only as `ModelMesh restarted` at every other read; and with per-model
+        metrics on, a body that lacked every series once was a restart, and the next read counted ModelMesh's
+        whole history again. Later than that it is a restart, however soon after the last: each container of a
+        crash-looping ModelMesh counts what it served (a rule on restarts' spacing lost whole containers)."""
+        counts = self._counts
+        old_at = max((self._seen_at[key] for key, value in series.items() if value < counts.get(key, value)),
+                     default=good_at)
+        if at - old_at >= MIN_RESTART_S:
             return
-        refused_at = self._restart_refused_at
-        if at - seen_at >= RESTARTS_APART_S and (refused_at is None or at - refused_at >= MIXED_READS_MEMORY_S):
-            return
-        self._restart_refused_at = at
-        raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh's counters went back again ({restart}), "
-                            f"{at - seen_at:.0f} s after the last time: {_SERVICE_HINT}")
+        raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh's counters went back {at - old_at:.0f} s after a good "
+                            f"read ({restart}): no new ModelMesh answers that soon (its JVM takes tens of seconds "
+                            f"to start, {MIN_RESTART_S:g} s at the least); {self._soon_hint}. This read is "
+                            "refused, the last good values kept")
 
     def _check_unlabelled_kept(self, series: Mapping[tuple[str, Labels], float]) -> None:
         """Refuse a reading without an unlabelled series the last one had (ScrapeFailure, changing nothing).
