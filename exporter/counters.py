@@ -25,7 +25,8 @@ no new ModelMesh answers that soon after the old one did, so it is another Model
 `modelmesh-serving` Service's port in `--modelmesh-url` instead of the pod's own), each of which, taken as a
 restart, added its pod's whole lifetime count, or a body that lacked every series once (`_check_restart_soon`).
 One later than that is a restart, however soon after the one before: a crash-looping ModelMesh's every container
-counts.
+counts. Timing cannot tell either from a restart where the last good read is `MIN_RESTART_S` old or more (an
+interval that long, or a failed read between; docs/operations.md says what the user sees then).
 
 Logs go to the ModelMesh collector's logger (`exporter.collectors.modelmesh`), the one operators filter on.
 """
@@ -283,10 +284,11 @@ class CounterWindow:
                      default=good_at)
         if at - old_at >= MIN_RESTART_S:
             return
-        raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh's counters went back {at - old_at:.0f} s after a good "
-                            f"read ({restart}): no new ModelMesh answers that soon (its JVM takes tens of seconds "
-                            f"to start, {MIN_RESTART_S:g} s at the least); {self._soon_hint}. This read is "
-                            "refused, the last good values kept")
+        # One decimal: "10 s after" beside "10 s at the least" read as a contradiction at 9.6 s. The health module
+        # adds that the last good values are kept.
+        raise ScrapeFailure(names.REASON_PARSE, f"a reading like a new ModelMesh container's ({restart}) "
+                            f"{at - old_at:.1f} s after a good read: no new ModelMesh answers that soon (its JVM "
+                            f"takes tens of seconds to start, {MIN_RESTART_S:g} s at the least); {self._soon_hint}")
 
     def _check_unlabelled_kept(self, series: Mapping[tuple[str, Labels], float]) -> None:
         """Refuse a reading without an unlabelled series the last one had (ScrapeFailure, changing nothing).
