@@ -1,8 +1,8 @@
 """`FailingSpell`: when a watch's owner says it is failing and when it works again, the one rule for every owner.
 
 Each list + watch (`autoscaler.kube.list_watch.ListWatch`) tells its owner of every failure (`on_failure`) and of
-every time it works (`on_works`: a list handed over, a watch run to its end or open `HEALTHY_WATCH_S`). The owners
-said "works again" (`established`) each time a watch opened, and "failing" (`broken`) at the next failure: a watch
+every time it works (`on_works`: a list handed over, a watch open `SHORT_WATCH_S` or that carried an event). The
+owners said "works again" (`established`) each time a watch opened, and "failing" (`broken`) at the next failure: a watch
 that opens and breaks at once (a proxy refusing streams, the adapter's own code failing on one object it replays)
 wrote a WARNING and a false INFO at every retry. So a spell is said once, by its first failure, and its end once,
 when the loop works; the failures in between are for DEBUG.

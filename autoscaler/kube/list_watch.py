@@ -10,14 +10,15 @@
   server is not hammered.
 - A watch that ends within `SHORT_WATCH_S` having carried nothing (a proxy that cuts streams, an API server
   shutting down: the reflector's "very short watch") is not reopened before `SHORT_WATCH_S` after it opened,
-  so such a server gets one watch a second from each loop, not one per round trip.
+  so such a server gets one watch a second from each loop, not one per round trip. Any other watch worked.
 - Any other failure: wait `backoff(n)` (the n-th failure in a row), never less than the server's `Retry-After` (a
   429 from API Priority and Fairness: client-go's REST client waits that long too), and resume the watch from the
-  last version seen, or list when there was none yet. The count starts again once a watch ran to its end or
-  had been open `HEALTHY_WATCH_S`: a stream cut after a healthy spell (a load balancer cutting long-lived streams
-  every few seconds, a restart storm) is the first failure of a new spell, reopened after `backoff(1)`, not the
-  next of one that doubled to 30 s. A watch that breaks as soon as it opens (a real failure loop) still backs off
-  as before.
+  last version seen, or list when there was none yet. The count starts again once a watch worked: it had been
+  open `SHORT_WATCH_S` or had carried an event (a BOOKMARK too), as the reflector judges a watch. A stream cut
+  after that (a load balancer cutting long-lived streams on its own clock, however soon after the reopen; a
+  restart storm) is the first failure of a new spell, reopened after `backoff(1)`, not the next of one that
+  doubled to 30 s. A watch that breaks as soon as it opens with nothing in it (a real failure loop) still backs
+  off as before.
 
 `list_from_cache` makes the first list `resourceVersion=0`, served from the API server's watch cache (cheap for
 10,000 pods), as the reflector's first list is. The error texts name `list|watch <resource> in <scope>`.
@@ -25,12 +26,12 @@
 What the objects mean stays with the owner, told through five callbacks: `on_list(items)` replaces its copy
 with the listed objects, `on_event(type, object)` folds one ADDED/MODIFIED/DELETED event in, `on_synced()`
 says the copy is current (a list arrived, a watch opened), `on_failure(error, n)` says it is not (the owner
-logs and flags that its own way), and `on_works()` says the loop works (a list handed over, a watch run to its end
-or open `HEALTHY_WATCH_S`): only then may an owner say a failing watch works again, as a watch that opens and
-breaks at once does not (`autoscaler.kube.failing_spell`). Failures are `KubeApiError`s; anything else (the
-owner's `on_list` or `on_event` raising: a bug) is retried too, a watch must never stop silently, and logged with
-its traceback once a failing spell, the repeats at DEBUG, with an INFO once the loop works again, as `on_works` is
-told (`RetryGuard.unexpected`). Nor can the owner's own `backoff` or `on_failure` stop it:
+logs and flags that its own way), and `on_works()` says the loop works (a list handed over, a watch that worked:
+open `SHORT_WATCH_S` or an event handed over): only then may an owner say a failing watch works again, as a
+watch that opens and breaks at once does not (`autoscaler.kube.failing_spell`). Failures are `KubeApiError`s;
+anything else (the owner's `on_list` or `on_event` raising: a bug) is retried too, a watch must never stop
+silently, and logged with its traceback once a failing spell, the repeats at DEBUG, with an INFO once the loop
+works again, as `on_works` is told (`RetryGuard.unexpected`). Nor can the owner's own `backoff` or `on_failure` stop it:
 one that raises (or a backoff that answers no wait) is said once at ERROR and the loop retries at
 `retry_guard.FALLBACK_BACKOFF` (`autoscaler.kube.retry_guard`).
 
@@ -54,19 +55,17 @@ from autoscaler.kube.retry_guard import RetryGuard
 from autoscaler.kube.watch_health import LoopHealth
 
 SHORT_WATCH_S: Final = 1.0
-"""A watch that ends sooner than this with nothing in it is a "very short watch" (client-go's reflector)."""
-HEALTHY_WATCH_S: Final = 5.0
-"""A watch open this long works (`on_works`): a failure ending it starts a new failing spell (`backoff(1)`).
+"""A watch that ends sooner than this with nothing in it is a "very short watch" (client-go's reflector); one open
+this long, or one that carried an event, worked (`on_works`): a failure ending it starts a new
+failing spell (`backoff(1)`).
 
-client-go's reflector (`tools/cache/reflector.go`) reopens a watch whose stream ended or broke at once, from the
-last version; only a watch request that fails, a 429, and a very short watch wait on its backoff manager
-(`NewExponentialBackoffManager(800ms, 30s, 2m, 2.0, 1.0)`), which starts again from 800 ms after `resetDuration`,
-2 minutes without a backoff. This loop backs off a broken stream too (a proxy that breaks every stream is a
-failure loop), so a 2-minute reset would still let drops every 6 to 20 s double to 30 s: how long the watch was
-open is what tells the two apart. Time, not events: a quiet namespace's watch carries nothing for minutes (a
-BOOKMARK about each minute), and one whose owner fails on an event replays that event as soon as it opens. 5 s is
-longer than the round of any failure loop (a watch that breaks within it counts as the next failure in a row and
-backs off, doubling), and shorter than the 6 s and more that load balancers let a stream live."""
+client-go's reflector (`tools/cache/reflector.go`, `handleWatch`) calls a watch that ends within a second having
+delivered no event a "very short watch" and backs off; any other it reopens at once. This loop backs off a broken
+stream too (a proxy that breaks every stream is a failure loop), so it tells the two apart the reflector's way.
+A longer bar (it was 5 s open) is met by no stream a load balancer cuts on its own clock every 6 s: reopened after
+the first backoff (about 1 s), such a watch was open under 5 s at the next cut, counted as the next failure in a
+row, waited longer, was open shorter still, and spiralled to 30 s closed. An event the owner failed on does not
+count (it is the one the watch replays as soon as it opens, a failure loop)."""
 
 
 def _nothing() -> None:
@@ -149,13 +148,14 @@ class ListWatch:
                     self.listing = False
                     self._works()
                 opened = time.monotonic()
-                version, carried = await self._watch(version)
-                self._works(healthy=True)
+                version, worked = await self._watch(version)
                 expiries = 0
-                if not carried and (pause := opened + SHORT_WATCH_S - time.monotonic()) > 0:
+                if not worked and (pause := opened + SHORT_WATCH_S - time.monotonic()) > 0:
                     self._log.debug("%s: the watch ended at once with nothing in it; reopening in %.1f s",
                                     self._name, pause)
                     await self._sleep(pause)
+                elif not worked:  # ended as its second came, before the timer said so
+                    self._works(healthy=True)
             except WatchExpiredError as error:
                 self._failed(error)
                 self._log.info("%s expired (%s); listing again", self._name, error)
@@ -175,7 +175,8 @@ class ListWatch:
                 await self._sleep(self._guard.wait(failures, retry_after))
 
     def _works(self, healthy: bool = False) -> None:
-        """The loop works: a list handed over, or (`healthy`) a watch run to its end or open `HEALTHY_WATCH_S`,
+        """The loop works: a list handed over, or (`healthy`) a watch that worked (open `SHORT_WATCH_S`, or an
+        event handed over),
         which also starts the count of failures in a row again. A list does not: a watch refused (a Role with
         list but not watch) right after its list is the next failure in a row."""
         self._guard.works(self._failures)
@@ -184,8 +185,8 @@ class ListWatch:
         self._on_works()
 
     def _healthy(self) -> None:
-        """The watch has been open `HEALTHY_WATCH_S` (a timer's callback, so nothing it raises may escape: the
-        owner's `on_works` failing is a bug to say, and the loop goes on)."""
+        """The watch worked: open `SHORT_WATCH_S` (a timer's callback) or its first event handed over. Nothing it
+        raises may escape: the owner's `on_works` failing is a bug to say, and the loop goes on."""
         try:
             self._works(healthy=True)
         except Exception as error:
@@ -219,7 +220,8 @@ class ListWatch:
 
     async def _watch(self, version: str) -> tuple[str, bool]:
         """Follow one watch request until the server ends it; returns the newest resourceVersion seen and
-        whether any event (a BOOKMARK too) came."""
+        whether the watch worked (`SHORT_WATCH_S` open or an event handed over, a BOOKMARK too), which it has
+        told (`_healthy`) as soon as it did."""
         what = f"watch {self.resource} in {scope_name(self.scope)}"
         call = partial(
             self._endpoint, **self._filters, resource_version=version, allow_watch_bookmarks=True, watch=True,
@@ -227,8 +229,15 @@ class ListWatch:
             _request_timeout=float(self._watch_timeout_s) + self._request_timeout_s,
         )
         response = await open_stream(call, what)
-        carried = False
-        healthy = asyncio.get_running_loop().call_later(HEALTHY_WATCH_S, self._healthy)
+        worked = False
+
+        def healthy() -> None:
+            nonlocal worked
+            if not worked:
+                worked = True
+                self._healthy()
+
+        timer = asyncio.get_running_loop().call_later(SHORT_WATCH_S, healthy)
         try:
             self._established(True)
             self._on_synced()
@@ -238,12 +247,12 @@ class ListWatch:
                 except Exception as error:
                     raise KubeApiError(f"{what}: stream broken: {describe(error)}") from error
                 if not line:
-                    return version, carried
+                    return version, worked
                 if line.strip():
                     version = self._apply(line, what) or version
-                    carried = True
+                    healthy()
         finally:
-            healthy.cancel()
+            timer.cancel()
             response.release()
 
     def _apply(self, line: bytes, what: str) -> str | None:

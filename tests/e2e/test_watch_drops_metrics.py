@@ -4,7 +4,7 @@ A load balancer that cuts long-lived streams every few seconds, a restart storm:
 for seconds before its stream broke, yet each break counted as the next failure in a row, so the adapter waited
 0.5, 1, 2, 4 ... 30 s before opening it again, `modelmesh_autoscaler_watch_established` read 0 for whole gaps,
 the pod watch was broken and its runtimes held their values. docs/operations.md promises a dropped stream "open
-again within a second or two": every time, not only the first.
+again within about a second": every time, not only the first.
 
 The real `serve` over the fake Kubernetes API, its /metrics read over HTTPS as Prometheus reads it.
 """
@@ -29,7 +29,7 @@ the two seconds."""
 OPEN_FOR_S = 6.0
 """How long each stream is open before it is cut: the 6 to 20 s seen of load balancers."""
 REOPENED_WITHIN_S = 2.5
-""""Within a second or two", and a scrape."""
+""""Within about a second", a second more for a busy machine, and a scrape."""
 
 
 @pytest.fixture
@@ -69,3 +69,39 @@ async def test_streams_dropped_again_and_again_after_healthy_spells_are_open_aga
             seen = {watch: (failures.get((watch, "no_answer")), established.get((watch, NS))) for watch in WATCHES}
             raise AssertionError(f"drop {drop}: not every watch open again {REOPENED_WITHIN_S:g} s after it; "
                                  f"(drops counted, established) by watch: {seen}") from None
+
+
+SCHEDULED_DROPS = 6
+"""Enough for the 5 s rule's spiral (a RuntimeScale watch reopened after about 1 s is open under 5 s before the next
+cut, so each cut was the next failure in a row: 1, 2, 4, 8 s) to leave a watch closed past the two seconds."""
+
+
+async def test_streams_cut_every_six_seconds_whatever_the_watch_did_are_open_again_each_time_within_seconds(
+    cluster: tuple[FakeKubeApi, str],
+) -> None:
+    """A load balancer cuts each stream on its own clock (every 6 s here), not 6 s after the adapter reopened it:
+    the watch reopened after its first backoff (about 1 s for RuntimeScales) was open under 5 s when the next cut
+    came, counted as the next failure in a row, waited longer, was open shorter still, and stayed mostly closed
+    (`watch_established` 0 in 50 to 100% of the samples). Open a second, or having carried an event, the watch
+    worked, as client-go's reflector judges it: every cut is reopened within seconds."""
+    kube, adapter = cluster
+    await scraped_until(adapter, all_open)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    for drop in range(1, SCHEDULED_DROPS + 1):
+        await asyncio.sleep(max(0.0, start + drop * OPEN_FOR_S - loop.time()))
+        kube.end_watches(abort=True)
+
+        def reopened(failures: dict[tuple[str, str], float], established: dict[tuple[str, str], float],
+                     drop: int = drop) -> bool:
+            return all(failures.get((watch, "no_answer"), 0) >= drop for watch in WATCHES) and all_open(
+                failures, established)
+
+        try:
+            await scraped_until(adapter, reopened, timeout=REOPENED_WITHIN_S)
+        except AssertionError:
+            failures, established = await asyncio.to_thread(watch_series, adapter)
+            seen = {watch: (failures.get((watch, "no_answer")), established.get((watch, NS))) for watch in WATCHES}
+            raise AssertionError(f"cut {drop} (every {OPEN_FOR_S:g} s): not every watch open again "
+                                 f"{REOPENED_WITHIN_S:g} s after it; (drops counted, established) by watch: "
+                                 f"{seen}") from None

@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 from kubernetes.aio.client import ApiClient, Configuration, CoreV1Api
 
-from autoscaler.kube.list_watch import ListWatch
+from autoscaler.kube.list_watch import SHORT_WATCH_S, ListWatch
 from tests.fakes.kube import FakeKubeApi
 from tests.support.waiting import eventually
 
@@ -165,7 +165,8 @@ async def test_watches_that_end_at_once_are_not_reopened_in_a_tight_loop(kube: F
 
 async def test_a_watch_broken_as_soon_as_it_opens_backs_off_more_each_time(kube: FakeKubeApi, api: ApiClient) -> None:
     """A failure loop (a proxy that breaks every stream once it opens): each break is the next failure in a row, so
-    the owner's backoff grows; only a watch open `HEALTHY_WATCH_S` starts the count again."""
+    the owner's backoff grows; only a watch that worked (open `SHORT_WATCH_S`, or an event handed over) starts the
+    count again."""
     failures: list[int] = []
 
     def backoff(n: int) -> float:
@@ -183,6 +184,38 @@ async def test_a_watch_broken_as_soon_as_it_opens_backs_off_more_each_time(kube:
         await kube.wait_for_watches(1, "pods")
 
     assert failures == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("worked", ["open a second", "carried an event"])
+async def test_a_watch_that_worked_before_its_stream_broke_is_reopened_after_the_first_backoff_each_time(
+    kube: FakeKubeApi, api: ApiClient, worked: str
+) -> None:
+    """A stream cut on a load balancer's clock, however soon after the reopen: a watch open `SHORT_WATCH_S`, or one
+    that carried an event (a BOOKMARK too), worked (client-go's reflector: only a "very short watch" backs off), so
+    each cut is the first failure of a new spell. Judged by 5 s open, a watch reopened after 1 s and cut 4 s later
+    was the next failure in a row: 1, 2, 4 ... 30 s closed."""
+    failures: list[int] = []
+
+    def backoff(n: int) -> float:
+        failures.append(n)
+        return 0.01
+
+    copy = Copy()
+    loop = ListWatch(pods_of(api), "pods", NS, on_list=copy.replace, on_event=copy.apply, backoff=backoff,
+                     request_timeout_s=2.0, watch_timeout_s=30, log=log, name="test pod watch")
+    async with running(loop):
+        for n in range(4):
+            await kube.wait_for_watches(1, "pods")
+            if worked == "open a second":
+                await asyncio.sleep(SHORT_WATCH_S + 0.1)
+            else:
+                name = f"p{n}"
+                kube.add_pod(NS, name, labels=LABELS)
+                await eventually(lambda name=name: name in copy.names)  # type: ignore[misc]
+            kube.end_watches(abort=True)
+        await kube.wait_for_watches(1, "pods")
+
+    assert failures == [1, 1, 1, 1]
 
 
 @pytest.mark.parametrize("request_kind", ["list", "watch"])
