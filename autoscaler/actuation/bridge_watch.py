@@ -157,7 +157,7 @@ class RuntimeScaleWatch:
         list is no such delay: the bridge's resync lists the same collection, so nothing is carried until it
         works (the line said "at the next resync"). A 404 is the CRD not installed: the line says what to apply
         (the bridge's own list failure is DEBUG then: this line, on every replica, is the one that says it)."""
-        if self._spell.failed():
+        if self._spell.failed(error):
             line = CRD_MISSING if crd_missing(error) else LIST_FAILING if self._loop.listing else WATCH_FAILING
             watch_news().say(line, self.scope, error)
         else:

@@ -272,7 +272,7 @@ class HpaWatch:
 
     def _failed(self, scope: Scope, error: Exception, failures: int) -> None:
         self._answered(scope)
-        if isinstance(error, KubeApiError) and self._spells[scope].failed():  # (a bug: `RetryGuard` says it)
+        if isinstance(error, KubeApiError) and self._spells[scope].failed(error):  # (a bug: `RetryGuard` says it)
             watch_news().say(FAILING, scope, error)
         self._set_ok(scope, False)
 

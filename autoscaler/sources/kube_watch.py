@@ -146,7 +146,7 @@ class PodWatch:
 
     def _failed(self, error: Exception, failures: int) -> None:
         scope = scope_name(self.scope)
-        if self._spell.failed():
+        if self._spell.failed(error):
             watch_news().say(BROKEN, self.scope, error)
         else:
             log.debug("Kubernetes discovery: pod watch of %s still failing (%d in a row): %s", scope, failures, error)

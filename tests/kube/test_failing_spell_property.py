@@ -1,5 +1,7 @@
 """`FailingSpell`'s promise to an operator reading a watch's log, whatever the retries: a WARNING starts each failing
-spell and an all-clear ends it, never two of either in a row, and nothing at all while it keeps failing or working."""
+spell, and another each time the failure's cause changes within it (a dropped stream, then a 403: the log must not
+blame the network for RBAC); an all-clear ends it; never two all-clears in a row, never two WARNINGs of one cause
+without an all-clear or another cause between, and nothing at all while it keeps failing the same way or working."""
 
 from __future__ import annotations
 
@@ -8,21 +10,38 @@ from itertools import pairwise
 from hypothesis import given
 from hypothesis import strategies as st
 
+from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.failing_spell import FailingSpell
+from autoscaler.kube.watch_health import failure_reason
+
+FAILURES = [KubeApiError("stream broken"), KubeApiError("forbidden", 403), KubeApiError("throttled", 429),
+            KubeApiError("unavailable", 503), RuntimeError("the adapter's own bug")]
+"""One error of each of several causes (`failure_reason`)."""
 
 
-@given(st.booleans(), st.lists(st.booleans(), max_size=200))
-def test_the_lines_said_alternate_one_a_spell(failing: bool, outcomes: list[bool]) -> None:
-    """`outcomes`: True a time the loop works, False a failure, in the order they came."""
+@given(st.booleans(), st.lists(st.none() | st.sampled_from(FAILURES), max_size=200))
+def test_the_lines_said_alternate_one_a_spell_and_cause(failing: bool, outcomes: list[Exception | None]) -> None:
+    """`outcomes`: None a time the loop works, an error a failure, in the order they came."""
     spell = FailingSpell(failing=failing)
     said: list[str] = []
-    for works in outcomes:
-        if works and spell.works():
+    for outcome in outcomes:
+        if outcome is None and spell.works():
             said.append("all clear")
-        elif not works and spell.failed():
-            said.append("warning")
+        elif outcome is not None and spell.failed(outcome):
+            said.append(f"warning: {failure_reason(outcome)}")
     assert all(a != b for a, b in pairwise(said)), said
     if said:  # the first line is the one the start calls for: an all-clear only where it starts as failing
-        assert said[0] == ("all clear" if failing else "warning"), said
-    spells = sum(1 for before, now in pairwise([not failing, *outcomes]) if before and not now)
-    assert said.count("warning") == spells, said
+        assert said[0] == "all clear" if failing else said[0].startswith("warning"), said
+    # Each spell said (one that started as failing, before it first worked, is not): its first cause, and each
+    # change of cause after it.
+    expected: list[str] = []
+    quiet, last = failing, None
+    for outcome in outcomes:
+        if outcome is None:
+            if quiet or last is not None:
+                expected.append("all clear")
+            quiet, last = False, None
+        elif not quiet and failure_reason(outcome) != last:
+            last = failure_reason(outcome)
+            expected.append(f"warning: {last}")
+    assert said == expected, (said, expected)
