@@ -14,6 +14,15 @@ recovery was then one line per group that happened to arrive a quiet second apar
 So does the first all-clear of watches starting together (`started`: `pod watch established`) while others of them
 have not answered yet (`answered`): on a loaded adapter some namespaces' first lists answer seconds after the others'.
 A watch that stops (`closed`) is waited for no more, failing or not.
+
+What one watch said in one batch is said in the order it happened, its latest state last, each line once: a
+watch cut again while its all-clear waited for others (a load balancer cutting streams every 6 to 7 s) had its
+next `broken` said at once and its held all-clears later, each once per time it was said, all of one kind
+together: `broken` twice without an all-clear, then `established` twice in one millisecond. So a held all-clear
+that the same watch said more after is said with what followed it, a repeat of the line just said (and an
+all-clear between two failures of one batch) is left out, and the batch is said in turns: the all-clears that
+ended spells said before, then the failures (a watch's second cause in the batch in a second turn), then the
+all-clears said last; each turn a line a kind, as before (`_say_all`).
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import asyncio
 import logging
 import weakref
 from collections import defaultdict
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -34,6 +43,15 @@ QUIET_S: Final = 1.0
 within the list-watch backoff's first jittered step (`spread_delay`: 0.8 to 1.2 s for the RuntimeScale watches)."""
 HELD_S: Final = 10.0
 """The longest the first news waits, however much keeps coming."""
+
+
+@dataclass(frozen=True)
+class _Said:
+    """One line said of one watch, as `WatchNews.say` was told it."""
+
+    line: ScopeLine
+    scope: Scope
+    detail: str
 
 
 @dataclass(frozen=True)
@@ -56,7 +74,10 @@ class WatchNews:
     def __init__(self, quiet_s: float = QUIET_S, held_s: float = HELD_S) -> None:
         self._quiet_s = quiet_s
         self._held_s = held_s
-        self._said: dict[ScopeLine, list[tuple[Scope, str]]] = defaultdict(list)
+        self._said: list[_Said] = []
+        """What was said and is not logged yet, in order."""
+        self._all_clears: set[ScopeLine] = set()
+        """The all-clears said or started here: which watch (`_family`) a failing line is of."""
         self._failing: dict[ScopeLine, set[Scope]] = defaultdict(set)
         """The scopes whose last word of each failing line has no all-clear yet: what an all-clear waits for."""
         self._unanswered: dict[ScopeLine, set[Scope]] = defaultdict(set)
@@ -69,6 +90,7 @@ class WatchNews:
         (`answered`, or `all_clear` itself): thirty namespaces' watches coming up a second or more apart said
         `established` in two or more lines."""
         self._unanswered[all_clear].add(scope)
+        self._all_clears.add(all_clear)
 
     def answered(self, all_clear: ScopeLine, scope: Scope) -> None:
         """The watch of `scope` answered (its first list worked, or failed): `all_clear` waits for it no more."""
@@ -84,7 +106,9 @@ class WatchNews:
         self._reconsider()
 
     def say(self, line: ScopeLine, scope: Scope, detail: object = "") -> None:
-        self._said[line].append((scope, str(detail)))
+        self._said.append(_Said(line, scope, str(detail)))
+        if line.ends:
+            self._all_clears.add(line)
         self._unanswered[line].discard(scope)
         for ended in line.ends:
             self._failing[ended].discard(scope)
@@ -106,12 +130,22 @@ class WatchNews:
         """Quiet for `QUIET_S`: say everything but an all-clear that other failing watches may still join, which
         waits for them (a new word says it then) or for `HELD_S`."""
         self._due = None
-        held = set() if last_chance else {line for line in self._said if self._awaits_others(line)}
-        said = {line: entries for line, entries in self._said.items() if line not in held}
-        self._said = defaultdict(list, {line: self._said[line] for line in held})
+        waiting = set() if last_chance else {e.line for e in self._said if self._awaits_others(e.line)}
+        last = {(self._family(e.line), e.scope): index for index, e in enumerate(self._said)}
+        holding = {index for index, e in enumerate(self._said)  # what the same watch said after it goes with it
+                   if e.line in waiting and last[self._family(e.line), e.scope] == index}
+        said = [e for index, e in enumerate(self._said) if index not in holding]
+        held = [e for index, e in enumerate(self._said) if index in holding]
+        self._said = held
         if held:
             self._say_at(self._first_at + self._held_s)
-        _say_all(said)
+        _say_all(said, self._family)
+
+    def _family(self, line: ScopeLine) -> ScopeLine:
+        """Which watch's lines `line` is of: its all-clear (itself, for an all-clear)."""
+        if line.ends:
+            return line
+        return next((all_clear for all_clear in self._all_clears if line in all_clear.ends), line)
 
     def _awaits_others(self, line: ScopeLine) -> bool:
         return bool(self._unanswered[line]) or any(self._failing[ended] for ended in line.ends)
@@ -119,7 +153,7 @@ class WatchNews:
     def _reconsider(self) -> None:
         """A watch that an all-clear held waits for has answered or stopped without a word: the all-clear is said
         after a quiet period, as if it had."""
-        if self._due is not None and any(line.ends and not self._awaits_others(line) for line in self._said):
+        if self._due is not None and any(e.line.ends and not self._awaits_others(e.line) for e in self._said):
             self._say_at(asyncio.get_running_loop().time() + self._quiet_s)
 
     def flush(self) -> None:
@@ -127,13 +161,51 @@ class WatchNews:
         if self._due is not None:
             self._due.cancel()
             self._due = None
-        said, self._said = self._said, defaultdict(list)
-        _say_all(said)
+        said, self._said = self._said, []
+        _say_all(said, self._family)
 
 
-def _say_all(said: dict[ScopeLine, list[tuple[Scope, str]]]) -> None:
-    for line, entries in said.items():
-        _say(line, entries)
+def _say_all(said: list[_Said], family: Callable[[ScopeLine], ScopeLine]) -> None:
+    """Say a batch, each watch's lines in order and once (`_kept`), in turns (the module's docstring): each turn
+    a line a kind, the kinds in the order first said."""
+    by_watch: dict[tuple[ScopeLine, Scope], list[_Said]] = defaultdict(list)
+    for entry in said:
+        by_watch[family(entry.line), entry.scope].append(entry)
+    order = {id(entry): index for index, entry in enumerate(said)}
+    ended: list[_Said] = []
+    failures: list[list[_Said]] = []
+    cleared: list[_Said] = []
+    for entries in by_watch.values():
+        kept = _kept(entries)
+        turn = 0
+        for index, entry in enumerate(kept):
+            if entry.line.ends:
+                (ended if index == 0 and len(kept) > 1 else cleared).append(entry)
+            else:
+                if turn == len(failures):
+                    failures.append([])
+                failures[turn].append(entry)
+                turn += 1
+    for entries in (ended, *failures, cleared):
+        kinds: dict[ScopeLine, list[tuple[Scope, str]]] = defaultdict(list)
+        for entry in sorted(entries, key=lambda entry: order[id(entry)]):
+            kinds[entry.line].append((entry.scope, entry.detail))
+        for line, scopes in kinds.items():
+            _say(line, scopes)
+
+
+def _kept(entries: list[_Said]) -> list[_Said]:
+    """One watch's lines of a batch, in order, to say: an all-clear between two failures left out (the watch is
+    failing again; a spell said twice in a row is one), and each line that repeats the one before it."""
+    once = _once(entries)
+    return _once([entry for index, entry in enumerate(once)
+                  if not (entry.line.ends and 0 < index < len(once) - 1
+                          and not once[index - 1].line.ends and not once[index + 1].line.ends)])
+
+
+def _once(entries: list[_Said]) -> list[_Said]:
+    """`entries` without those that repeat the one before."""
+    return [entry for index, entry in enumerate(entries) if index == 0 or entry != entries[index - 1]]
 
 
 def _say(line: ScopeLine, entries: list[tuple[Scope, str]]) -> None:

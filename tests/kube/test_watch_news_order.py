@@ -1,0 +1,78 @@
+"""What one namespace's watch says, as the log reads it, when it breaks again while its all-clear waits for others
+(a load balancer cutting streams every 6 to 7 s, one namespace's watch slower to come back).
+
+The all-clear was held for the other watches (up to `HELD_S`, 10 s) while the next break of the same watch was
+said at once: the log read `broken` twice without an all-clear, then each `established` twice in one millisecond,
+and grouped by kind rather than in the order things happened. Each namespace's line comes once a batch, in the
+order it happened, and its latest state last."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from itertools import pairwise
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autoscaler.kube.watch_news import WatchNews
+from tests.kube.test_watch_news_all_clear import FAILING, QUIET_S, WORKS_AGAIN, Lines
+from tests.support.waiting import eventually
+
+LINE = re.compile(r"watch of namespace (\S+) (failing|works again)")
+
+
+def states(said: list[str]) -> dict[str, list[str]]:
+    """Each namespace's lines, in the order logged: `failing` or `works again`."""
+    by_scope: dict[str, list[str]] = {}
+    for line in said:
+        if (match := LINE.search(line)) is not None:
+            by_scope.setdefault(match[1], []).append(match[2])
+    return by_scope
+
+
+async def test_a_watch_broken_again_while_its_all_clear_waits_is_said_in_order_once_each() -> None:
+    news = WatchNews(quiet_s=QUIET_S, held_s=40 * QUIET_S)
+    with Lines() as lines:
+        news.say(FAILING, "slow", "stream broken")  # held back by this one, which stays broken a while
+        news.say(FAILING, "cut", "stream broken")
+        await eventually(lambda: len(lines.said) == 2)
+        for _ in range(2):  # back, and cut again before the slow one is back
+            news.say(WORKS_AGAIN, "cut")
+            await asyncio.sleep(3 * QUIET_S)
+            news.say(FAILING, "cut", "stream broken")
+            await asyncio.sleep(3 * QUIET_S)
+        news.say(WORKS_AGAIN, "cut")
+        news.say(WORKS_AGAIN, "slow")
+        await eventually(lambda: states(lines.said).get("slow") == ["failing", "works again"])
+        news.flush()
+    cut = states(lines.said)["cut"]
+    assert cut[0] == "failing" and cut[-1] == "works again", lines.said
+    assert all(a != b for a, b in pairwise(cut)), lines.said
+
+EVENTS = st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 3)), min_size=1, max_size=30)
+"""(namespace, quiet periods after) : each a turn of that namespace's watch, failing then working in turn."""
+
+
+@settings(max_examples=15, deadline=None)
+@given(events=EVENTS, held=st.integers(2, 8))
+def test_each_namespace_s_lines_alternate_in_order_and_end_in_its_latest_state(
+    events: list[tuple[str, int]], held: int
+) -> None:
+    async def run() -> tuple[list[str], dict[str, str]]:
+        news = WatchNews(quiet_s=QUIET_S, held_s=held * QUIET_S)
+        latest: dict[str, str] = {}
+        with Lines() as lines:
+            for scope, quiet in events:
+                failing = latest.get(scope) != "failing"
+                news.say(FAILING if failing else WORKS_AGAIN, scope, "stream broken" if failing else "")
+                latest[scope] = "failing" if failing else "works again"
+                await asyncio.sleep(quiet * QUIET_S)
+            news.flush()
+            return lines.said, latest
+
+    said, latest = asyncio.run(run())
+    for scope, logged in states(said).items():
+        assert all(a != b for a, b in pairwise(logged)), (scope, said)
+        assert logged[-1] == latest[scope], (scope, said)
+        assert logged[0] == "failing", (scope, said)
