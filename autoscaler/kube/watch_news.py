@@ -19,10 +19,10 @@ What one watch said in one batch is said in the order it happened, its latest st
 watch cut again while its all-clear waited for others (a load balancer cutting streams every 6 to 7 s) had its
 next `broken` said at once and its held all-clears later, each once per time it was said, all of one kind
 together: `broken` twice without an all-clear, then `established` twice in one millisecond. So a held all-clear
-that the same watch said more after is said with what followed it, a repeat of the line just said (and an
-all-clear between two failures of one batch) is left out, and the batch is said in turns: the all-clears that
-ended spells said before, then the failures (a watch's second cause in the batch in a second turn), then the
-all-clears said last; each turn a line a kind, as before (`_say_all`).
+that the same watch said more after is said with what followed it; of a watch's failures in one batch only the
+last is said (its latest cause: a stream dropped and at once refused with a 403 says the 403), an all-clear
+between two of them left out; and the batch is said in turns: the all-clears that ended spells said before, then
+the failures, then the all-clears said last; each turn a line a kind, as before (`_say_all`).
 """
 
 from __future__ import annotations
@@ -173,20 +173,16 @@ def _say_all(said: list[_Said], family: Callable[[ScopeLine], ScopeLine]) -> Non
         by_watch[family(entry.line), entry.scope].append(entry)
     order = {id(entry): index for index, entry in enumerate(said)}
     ended: list[_Said] = []
-    failures: list[list[_Said]] = []
+    failures: list[_Said] = []
     cleared: list[_Said] = []
     for entries in by_watch.values():
         kept = _kept(entries)
-        turn = 0
         for index, entry in enumerate(kept):
             if entry.line.ends:
                 (ended if index == 0 and len(kept) > 1 else cleared).append(entry)
             else:
-                if turn == len(failures):
-                    failures.append([])
-                failures[turn].append(entry)
-                turn += 1
-    for entries in (ended, *failures, cleared):
+                failures.append(entry)
+    for entries in (ended, failures, cleared):
         kinds: dict[ScopeLine, list[tuple[Scope, str]]] = defaultdict(list)
         for entry in sorted(entries, key=lambda entry: order[id(entry)]):
             kinds[entry.line].append((entry.scope, entry.detail))
@@ -195,17 +191,15 @@ def _say_all(said: list[_Said], family: Callable[[ScopeLine], ScopeLine]) -> Non
 
 
 def _kept(entries: list[_Said]) -> list[_Said]:
-    """One watch's lines of a batch, in order, to say: an all-clear between two failures left out (the watch is
-    failing again; a spell said twice in a row is one), and each line that repeats the one before it."""
-    once = _once(entries)
-    return _once([entry for index, entry in enumerate(once)
-                  if not (entry.line.ends and 0 < index < len(once) - 1
-                          and not once[index - 1].line.ends and not once[index + 1].line.ends)])
-
-
-def _once(entries: list[_Said]) -> list[_Said]:
-    """`entries` without those that repeat the one before."""
-    return [entry for index, entry in enumerate(entries) if index == 0 or entry != entries[index - 1]]
+    """One watch's lines of a batch, in order, to say: at most an all-clear that ended a spell said before, the
+    last failure (an all-clear between two failures left out: the watch is failing again), and an all-clear said
+    last."""
+    failures = [index for index, entry in enumerate(entries) if not entry.line.ends]
+    if not failures:
+        return entries[-1:]
+    before = entries[:1] if entries[0].line.ends else []
+    after = entries[-1:] if entries[-1].line.ends else []
+    return [*before, entries[failures[-1]], *after]
 
 
 def _say(line: ScopeLine, entries: list[tuple[Scope, str]]) -> None:
