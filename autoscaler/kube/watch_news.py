@@ -19,10 +19,11 @@ What one watch said in one batch is said in the order it happened, its latest st
 watch cut again while its all-clear waited for others (a load balancer cutting streams every 6 to 7 s) had its
 next `broken` said at once and its held all-clears later, each once per time it was said, all of one kind
 together: `broken` twice without an all-clear, then `established` twice in one millisecond. So a held all-clear
-that the same watch said more after is said with what followed it; of a watch's failures in one batch only the
-last is said (its latest cause: a stream dropped and at once refused with a 403 says the 403), an all-clear
-between two of them left out; and the batch is said in turns: the all-clears that ended spells said before, then
-the failures, then the all-clears said last; each turn a line a kind, as before (`_say_all`).
+that the same watch said more after is said with what followed it; of a watch's failures in one batch the last
+of each cause is said, in order (a stream dropped, its watch refused with a 403, then the API server unreachable:
+the 403 and the connection's failure, not the connection's alone, which blamed the network for what RBAC refused),
+an all-clear between two of them left out; and the batch is said in turns: the all-clears that ended spells said
+before, then the failures, then the all-clears said last; each turn a line a kind, as before (`_say_all`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from autoscaler.kube.raw import Scope, scope_name
+from autoscaler.kube.watch_health import FailureReason, failure_reason
 from autoscaler.log_lists import say_each_or_counted
 
 QUIET_S: Final = 1.0
@@ -52,6 +54,8 @@ class _Said:
     line: ScopeLine
     scope: Scope
     detail: str
+    cause: FailureReason | None
+    """A failure's cause, where it was told the error (`_kept` says the last failure of each)."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,8 @@ class WatchNews:
         self._reconsider()
 
     def say(self, line: ScopeLine, scope: Scope, detail: object = "") -> None:
-        self._said.append(_Said(line, scope, str(detail)))
+        cause = failure_reason(detail) if isinstance(detail, BaseException) else None
+        self._said.append(_Said(line, scope, str(detail), cause))
         if line.ends:
             self._all_clears.add(line)
         self._unanswered[line].discard(scope)
@@ -192,14 +197,15 @@ def _say_all(said: list[_Said], family: Callable[[ScopeLine], ScopeLine]) -> Non
 
 def _kept(entries: list[_Said]) -> list[_Said]:
     """One watch's lines of a batch, in order, to say: at most an all-clear that ended a spell said before, the
-    last failure (an all-clear between two failures left out: the watch is failing again), and an all-clear said
-    last."""
-    failures = [index for index, entry in enumerate(entries) if not entry.line.ends]
-    if not failures:
+    last failure of each cause (an all-clear between two failures left out: the watch is failing again; a 403
+    between a dropped stream and an unreachable API server is said, not hidden behind the network), and an
+    all-clear said last."""
+    last_of_cause = {entry.cause: index for index, entry in enumerate(entries) if not entry.line.ends}
+    if not last_of_cause:
         return entries[-1:]
     before = entries[:1] if entries[0].line.ends else []
     after = entries[-1:] if entries[-1].line.ends else []
-    return [*before, entries[failures[-1]], *after]
+    return [*before, *(entries[index] for index in sorted(last_of_cause.values())), *after]
 
 
 def _say(line: ScopeLine, entries: list[tuple[Scope, str]]) -> None:

@@ -15,6 +15,7 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.watch_news import WatchNews
 from tests.kube.test_watch_news_all_clear import FAILING, QUIET_S, WORKS_AGAIN, Lines
 from tests.support.waiting import eventually
@@ -76,3 +77,20 @@ def test_each_namespace_s_lines_alternate_in_order_and_end_in_its_latest_state(
         assert all(a != b for a, b in pairwise(logged)), (scope, said)
         assert logged[-1] == latest[scope], (scope, said)
         assert logged[0] == "failing", (scope, said)
+
+
+async def test_a_refusal_between_two_failures_of_another_cause_in_one_batch_is_said() -> None:
+    """A pod watch's stream dropped, its watch then refused with a 403 (a Role edited) and the API server then
+    unreachable, all while the batch waits for another namespace: only the last failure was said, and the log
+    blamed the network for what RBAC refused. The last failure of each cause is said, in order."""
+    news = WatchNews(quiet_s=QUIET_S, held_s=40 * QUIET_S)
+    with Lines() as lines:
+        news.say(FAILING, "slow", KubeApiError("stream broken", status=None))  # holds the batch a while
+        news.say(FAILING, "ns", KubeApiError("stream broken", status=None))
+        news.say(FAILING, "ns", KubeApiError("watch pods: 403 Forbidden", status=403))
+        news.say(FAILING, "ns", KubeApiError("Cannot connect to host", status=None))
+        news.flush()
+    ns = [line for line in lines.said if "namespace ns" in line]
+    assert any("403 Forbidden" in line for line in ns), lines.said
+    assert "Cannot connect" in ns[-1], lines.said
+    assert not any("stream broken" in line for line in ns), lines.said
