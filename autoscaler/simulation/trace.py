@@ -277,11 +277,18 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     read = len(times)
     valued = (np.frombuffer(times), np.frombuffer(models, dtype=np.int64), np.frombuffer(counts),
               np.frombuffer(lines, dtype=np.int64))
-    # Every row's timestamp states the step, a lost scrape's too (a 60 s export with every other scrape lost is a
-    # 60 s export: read at 120 s, each row's requests would be spread over two minutes); where the lost rows do not
-    # sit on the step the others state (a null row off it), the rows with requests alone decide it
-    stated = _stated_by_lost(valued, index, lost, name, spaced)
-    trace, ordered_lines = stated or _in_order(valued[0], valued[1], tuple(index), valued[2], name, valued[3], spaced)
+    # The rows with requests decide the step (a row without a value off it was refused for its time), where their
+    # timestamps are more than one
+    one_time = bool((valued[0] == valued[0][0]).all())
+    try:
+        stated = _stated_by_lost(valued, index, lost, name, spaced) if one_time else None
+        trace, ordered_lines = stated or _in_order(valued[0], valued[1], tuple(index), valued[2], name, valued[3],
+                                                   spaced)
+    except TraceError:
+        stated = _stated_by_lost(valued, index, lost, name, spaced)
+        if stated is None:
+            raise
+        trace, ordered_lines = stated
     notes = [f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
              f"{', '.join(others)}"] if others else []
     notes += lost.notes(read, trace)
@@ -297,10 +304,9 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
 def _stated_by_lost(valued: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], index: dict[str, int],
                     lost: LostScrapes, name: str,
                     spaced: Mapping[str, tuple[str, int]]) -> tuple[Trace, list[int]] | None:
-    """The trace read on the step every row's timestamp states, those without a value too (a sparse export whose
-    one row a step after the first was a lost scrape was refused as off a 7-minute step; a 60 s export with every
-    other scrape lost read at 120 s), with them as rows of 0 then without them; None where it does not read that way
-    (a lost row off the step). A row
+    """The trace where the timestamps of the rows without a value state the step that those with requests alone
+    do not (a sparse export whose one row a step after the first was a lost scrape was refused as off a 7-minute
+    step), read with them as rows of 0 then without them; None where it does not read that way either. A row
     without a value beside a value of its model and time is no repeat (`_in_order`'s `lost_rows`)."""
     if not lost.lines:
         return None
