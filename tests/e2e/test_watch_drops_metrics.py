@@ -47,6 +47,23 @@ def all_open(failures: dict[tuple[str, str], float], established: dict[tuple[str
     return all(established.get((watch, NS)) == 1 for watch in WATCHES)
 
 
+async def reopened_after(adapter: str, drop: int, which: str) -> None:
+    """Wait until every watch has counted `drop` drops and is open again, within `REOPENED_WITHIN_S`; else fail
+    saying, by watch, the drops counted and whether it is open (`which`: the drop, as the failure names it)."""
+
+    def reopened(failures: dict[tuple[str, str], float], established: dict[tuple[str, str], float]) -> bool:
+        return all(failures.get((watch, "no_answer"), 0) >= drop for watch in WATCHES) and all_open(
+            failures, established)
+
+    try:
+        await scraped_until(adapter, reopened, timeout=REOPENED_WITHIN_S)
+    except AssertionError:
+        failures, established = await asyncio.to_thread(watch_series, adapter)
+        seen = {watch: (failures.get((watch, "no_answer")), established.get((watch, NS))) for watch in WATCHES}
+        raise AssertionError(f"{which}: not every watch open again {REOPENED_WITHIN_S:g} s after it; "
+                             f"(drops counted, established) by watch: {seen}") from None
+
+
 async def test_streams_dropped_again_and_again_after_healthy_spells_are_open_again_each_time_within_seconds(
     cluster: tuple[FakeKubeApi, str],
 ) -> None:
@@ -55,20 +72,7 @@ async def test_streams_dropped_again_and_again_after_healthy_spells_are_open_aga
     for drop in range(1, DROPS + 1):
         await asyncio.sleep(OPEN_FOR_S)  # each stream open, and carrying nothing wrong, for a while
         kube.end_watches(abort=True)  # then cut, as a load balancer cuts long-lived streams
-
-        def reopened(failures: dict[tuple[str, str], float], established: dict[tuple[str, str], float],
-                     drop: int = drop) -> bool:
-            """Every watch saw this drop (it is counted) and is open again."""
-            return all(failures.get((watch, "no_answer"), 0) >= drop for watch in WATCHES) and all_open(
-                failures, established)
-
-        try:
-            await scraped_until(adapter, reopened, timeout=REOPENED_WITHIN_S)
-        except AssertionError:
-            failures, established = await asyncio.to_thread(watch_series, adapter)
-            seen = {watch: (failures.get((watch, "no_answer")), established.get((watch, NS))) for watch in WATCHES}
-            raise AssertionError(f"drop {drop}: not every watch open again {REOPENED_WITHIN_S:g} s after it; "
-                                 f"(drops counted, established) by watch: {seen}") from None
+        await reopened_after(adapter, drop, f"drop {drop}")
 
 
 SCHEDULED_DROPS = 6
@@ -91,17 +95,4 @@ async def test_streams_cut_every_six_seconds_whatever_the_watch_did_are_open_aga
     for drop in range(1, SCHEDULED_DROPS + 1):
         await asyncio.sleep(max(0.0, start + drop * OPEN_FOR_S - loop.time()))
         kube.end_watches(abort=True)
-
-        def reopened(failures: dict[tuple[str, str], float], established: dict[tuple[str, str], float],
-                     drop: int = drop) -> bool:
-            return all(failures.get((watch, "no_answer"), 0) >= drop for watch in WATCHES) and all_open(
-                failures, established)
-
-        try:
-            await scraped_until(adapter, reopened, timeout=REOPENED_WITHIN_S)
-        except AssertionError:
-            failures, established = await asyncio.to_thread(watch_series, adapter)
-            seen = {watch: (failures.get((watch, "no_answer")), established.get((watch, NS))) for watch in WATCHES}
-            raise AssertionError(f"cut {drop} (every {OPEN_FOR_S:g} s): not every watch open again "
-                                 f"{REOPENED_WITHIN_S:g} s after it; (drops counted, established) by watch: "
-                                 f"{seen}") from None
+        await reopened_after(adapter, drop, f"cut {drop} (every {OPEN_FOR_S:g} s)")
