@@ -20,14 +20,6 @@ rose faster than the signals' ceilings allow (`exporter.counter_ceilings`) is re
 kept, and is the baseline the next readings count on from (`exporter.counter_jumps`): a count that jumped once
 and stays costs one read, not every read after it.
 
-A reading that looks like a new container less than `MIN_RESTART_S` after the last good one is refused as well:
-no new ModelMesh answers that soon after the old one did, so it is another ModelMesh read in turn (the
-`modelmesh-serving` Service's port in `--modelmesh-url` instead of the pod's own), each of which, taken as a
-restart, added its pod's whole lifetime count, or a body that lacked every series once (`_check_restart_soon`).
-One later than that is a restart, however soon after the one before: a crash-looping ModelMesh's every container
-counts. Timing cannot tell either from a restart where the last good read is `MIN_RESTART_S` old or more (an
-interval that long, or a failed read between; docs/operations.md says what the user sees then).
-
 Logs go to the ModelMesh collector's logger (`exporter.collectors.modelmesh`), the one operators filter on.
 """
 
@@ -37,7 +29,6 @@ import logging
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
 
 from exporter import names
 from exporter.counter_ceilings import Series, implausible_step, series_text
@@ -53,28 +44,8 @@ from exporter.modelmesh_text import (
     ModelMeshReading,
     ScrapeFailure,
 )
-from exporter.settings import setting
 
 log = logging.getLogger("exporter.collectors.modelmesh")
-
-MIN_RESTART_S: Final = 10.0
-"""The least time between the old ModelMesh container's last good read and a read of a new one. In between the
-old container must die (it answered at that read), the kubelet must see it and start the new one (a crash loop's
-back-off is 10 s from the second restart on), and the new JVM must start and serve its metrics port (tens of
-seconds). A reading that looks like a new container sooner is another ModelMesh's, or a garbled body. Two default
-intervals (5 s): reads of two pods answered in turn are caught at the default interval. Longer would refuse the
-first read of a container that did come back in 10 s (a real restart is only put off by that: the read taken
-later counts all its new container counted, but the warning calls a good body garbled); reads of two pods at an
-interval of 10 s or more cannot be told from restarts by timing whatever the value (docs/operations.md)."""
-SERVICE_HINT: Final = (
-    "the reads come from different ModelMesh containers, as where " + setting("--modelmesh-url") + " is the "
-    "modelmesh-serving Service (port 2112 of every runtime pod) instead of this pod's own ModelMesh. Point it at "
-    "https://127.0.0.1:2112/metrics (the default; http://127.0.0.1:2112/metrics where ModelMesh serves plain http)")
-"""What a too-soon restart says where `--modelmesh-url`'s host is not this pod's loopback (the collector's choice)."""
-ONE_MODELMESH_HINT: Final = (
-    "this pod's own ModelMesh is read, so within one ModelMesh its body lacked series or its counts went back: "
-    "cut short or garbled")
-"""What a too-soon restart says where `--modelmesh-url` is the pod's loopback: one ModelMesh, a bad body."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,19 +81,14 @@ class CounterWindow:
     and no rate is given until a second reading comes.
     """
 
-    def __init__(self, window_s: float, forget_after_s: float = 3600.0, *, late_s: float = 0.0,
-                 soon_hint: str = ONE_MODELMESH_HINT) -> None:
+    def __init__(self, window_s: float, forget_after_s: float = 3600.0, *, late_s: float = 0.0) -> None:
         """`forget_after_s`: how long a vanished series is remembered (bounds memory under label churn).
 
         `late_s`: how much farther apart than the window two readings may be and still not be a gap: the read's
         timeout. A read answers up to its timeout after it starts, so reads that came on time are up to the
         interval plus the timeout apart, and the window may be as short as the interval. Without it, a window
         equal to the interval (which the settings allow) took every reading, a few milliseconds more than the
-        interval after the last, for a gap: no rate, ever, and a log line at every read.
-
-        `soon_hint`: what a reading refused as a restart too soon says it is (`SERVICE_HINT` where the URL is not
-        the pod's loopback, `ONE_MODELMESH_HINT`)."""
-        self._soon_hint = soon_hint
+        interval after the last, for a gap: no rate, ever, and a log line at every read."""
         self.window_s = window_s
         self.late_s = late_s
         self._forget_after_s = forget_after_s
@@ -176,8 +142,6 @@ class CounterWindow:
         series = unjumped.counts
         self._check_unlabelled_kept(series)
         restart = None if previous is None else self._restart(series, reading.has_instance_record)
-        if restart and previous is not None:
-            self._check_restart_soon(restart, series, previous.at, at)
         if previous is not None and not restart:
             self._check_requests_kept(series)
         # ModelMesh serves its unlabelled histograms from its start: appearing now, they were missing from the
@@ -264,31 +228,6 @@ class CounterWindow:
                 del self._seen_at[key]
             self._jumps.forget(stale)
         return None if risen is None else frozenset(risen)
-
-    def _check_restart_soon(self, restart: str, series: Mapping[Series, float], good_at: float, at: float) -> None:
-        """Refuse a reading that looks like a new container (`restart` says why) read less than `MIN_RESTART_S`
-        after the old container last answered: ScrapeFailure, changing nothing. That is the last good reading (read
-        at `good_at`), or where counts went down, the last reading that had those series at their higher counts: a
-        new JVM that published its instance record before it served had its first reading taken for the old
-        container's (none of the request series left, its unlabelled histograms at 0 as the old one's), and its
-        counts show lower only at the next.
-
-        No new ModelMesh answers that soon after the old one did. Reads of two idle pods in turn (the Service's
-        port) each looked like a restart and added that pod's whole lifetime count: thousands of requests a read
-        from pods that served none, said only as `ModelMesh restarted` at every other read; and with per-model
-        metrics on, a body that lacked every series once was a restart, and the next read counted ModelMesh's
-        whole history again. Later than that it is a restart, however soon after the last: each container of a
-        crash-looping ModelMesh counts what it served (a rule on restarts' spacing lost whole containers)."""
-        counts = self._counts
-        old_at = max((self._seen_at[key] for key, value in series.items() if value < counts.get(key, value)),
-                     default=good_at)
-        if at - old_at >= MIN_RESTART_S:
-            return
-        # One decimal: "10 s after" beside "10 s at the least" read as a contradiction at 9.6 s. The health module
-        # adds that the last good values are kept.
-        raise ScrapeFailure(names.REASON_PARSE, f"a reading like a new ModelMesh container's ({restart}) "
-                            f"{at - old_at:.1f} s after a good read: no new ModelMesh answers that soon (its JVM "
-                            f"takes tens of seconds to start, {MIN_RESTART_S:g} s at the least); {self._soon_hint}")
 
     def _check_unlabelled_kept(self, series: Mapping[tuple[str, Labels], float]) -> None:
         """Refuse a reading without an unlabelled series the last one had (ScrapeFailure, changing nothing).

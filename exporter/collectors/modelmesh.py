@@ -14,14 +14,12 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
-import ipaddress
 import logging
 import ssl
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Final
-from urllib.parse import urlsplit
 
 import aiohttp
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -29,7 +27,7 @@ from prometheus_client.registry import Collector
 
 from exporter import names
 from exporter.collectors.health import CollectorHealth
-from exporter.counters import ONE_MODELMESH_HINT, SERVICE_HINT, CounterWindow
+from exporter.counters import CounterWindow
 from exporter.model_recency import ModelRecency
 from exporter.modelmesh_text import (
     QUEUE_COUNT,
@@ -68,20 +66,6 @@ exporter reads (`MAX_BODY_BYTES`), and 2 % of that when asked so. A server that 
 everything, which is read as before."""
 
 _URL: Final = setting("--modelmesh-url")
-
-
-def loopback(url: str) -> bool:
-    """Whether `url` names this pod's own loopback (127.0.0.0/8, ::1, localhost): where only the pod's own ModelMesh
-    answers, a too-soon "restart" is a bad body, and telling the user to point the URL at 127.0.0.1 is wrong."""
-    host = urlsplit(url).hostname or ""
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 _NOT_METRICS: Final = frozenset({"text/html", "application/json", "application/xml", "text/xml"})
 """Content types no metrics endpoint sends: a body of one that cannot be read is named as such, not as
 ModelMesh's metrics with series missing. Only the failure's words change: what parses is read whatever its type."""
@@ -154,8 +138,7 @@ class ModelMeshCollector(Collector):
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._clock = clock
         self._wall_clock = wall_clock
-        self._window = CounterWindow(load_window_s, late_s=timeout_s,
-                                     soon_hint=ONE_MODELMESH_HINT if loopback(url) else SERVICE_HINT)
+        self._window = CounterWindow(load_window_s, late_s=timeout_s)
         self._reading: ModelMeshReading | None = None
         self._lru_age_s: float | None = None
         self._recency = ModelRecency(model_recency_horizon_s) if model_recency_horizon_s > 0 else None

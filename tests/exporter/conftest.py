@@ -53,15 +53,10 @@ class ExporterPod:
     default_collector_options: ClassVar[dict[str, Any]] = {}
     """The collector options of every pod of this class; a pod's own `collector_options` override them."""
 
-    @property
-    def url(self) -> str:
-        """The exporter's `--modelmesh-url`: the pod's own port over 127.0.0.1."""
-        return self.port.url
-
     async def start_exporter(self) -> None:
         """A new exporter process on this pod: fresh state, its own /metrics, the pod's collector options."""
         health = CollectorHealth(clock=self.clock)
-        self.collector = ModelMeshCollector(health, self.url, ssl_context=False, clock=self.clock,
+        self.collector = ModelMeshCollector(health, self.port.url, ssl_context=False, clock=self.clock,
                                             wall_clock=self.clock,
                                             **{**self.default_collector_options, **self.collector_options})
         registry = CollectorRegistry(auto_describe=False)

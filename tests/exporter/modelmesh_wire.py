@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.server
-import socket
 import ssl
 import threading
 import urllib.parse
@@ -42,10 +41,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
-import aiohttp
 from aiohttp import web
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import ThreadedResolver
 from yarl import URL
 
 from autoscaler.demo.fake_modelmesh import NO_LRU_SECONDS
@@ -249,40 +245,6 @@ class MetricsPort:
     @property
     def url(self) -> str:
         return f"{'https' if self._ssl else 'http'}://127.0.0.1:{self.port}/metrics"
-
-    @property
-    def service_url(self) -> str:
-        """This port as the `modelmesh-serving` Service names it (`SERVICE_HOST`; reachable through a session of
-        `service_dns`): a `--modelmesh-url` that is not the pod's own loopback."""
-        return f"{'https' if self._ssl else 'http'}://{SERVICE_HOST}:{self.port}/metrics"
-
-
-SERVICE_HOST: Final = "modelmesh-serving.modelmesh-serving.svc"
-"""The `modelmesh-serving` Service's DNS name, which `service_dns` resolves to 127.0.0.1 where `MetricsPort`s
-listen."""
-
-
-class _ServiceDns(AbstractResolver):
-    """The cluster's DNS for the Service's name, the system's for any other."""
-
-    def __init__(self) -> None:
-        self._system = ThreadedResolver()
-
-    async def resolve(self, host: str, port: int = 0,
-                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
-        if host != SERVICE_HOST:
-            return await self._system.resolve(host, port, family)
-        return [ResolveResult(hostname=host, host="127.0.0.1", port=port, family=socket.AF_INET, proto=0,
-                              flags=socket.AI_NUMERICHOST)]
-
-    async def close(self) -> None:
-        await self._system.close()
-
-
-def service_dns() -> aiohttp.ClientSession:
-    """A client session that reaches `MetricsPort.service_url`: the exporter's session in a cluster, where the
-    Service's name resolves (to one of its pods, here the port named)."""
-    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(resolver=_ServiceDns()))
 
 
 @contextlib.contextmanager

@@ -213,9 +213,9 @@ async def test_requests_total_keeps_counting_across_a_modelmesh_restart(rig: Rig
 
     rig.clock.advance(2.0)
     rig.fake.reset_counters()  # the mm container restarts: its counters start again from 0
-    await rig.step(10.0)  # its first read 12 s after the old one's last: no new ModelMesh answers sooner
+    await rig.step(3.0)
 
-    assert rig.value(names.REQUESTS_TOTAL) == 400.0 + 400.0  # 10 s at 40/s since the restart
+    assert rig.value(names.REQUESTS_TOTAL) == 400.0 + 120.0  # 3 s at 40/s since the restart
     # The window starts again at the restart: no rate until a second reading (never negative, never a
     # rate mixing two containers' counts), so the adapter holds instead of reading an odd load.
     assert rig.value(names.REQUESTS_PER_SECOND) is None
@@ -697,19 +697,17 @@ def test_a_new_series_counts_in_full() -> None:
 
 
 def test_a_counter_that_goes_down_was_reset() -> None:
-    # Read every 10 s; the new container's first read is 15 s after the old one's last (no new ModelMesh answers
-    # within MIN_RESTART_S of it)
-    window = CounterWindow(WINDOW_S)
-    bodies = (invoke_series(OK=100.0), invoke_series(OK=130.0), invoke_series(OK=4.0), invoke_series(OK=24.0))
-    for body, at in zip(bodies[:3], (0.0, 10.0, 25.0), strict=True):
-        window.add(parse_modelmesh(body), at=at)
-    assert window.resets == 1
-    assert window.latest is not None
-    assert window.latest[REQUESTS] == 34.0  # 30 + 4 (counted from zero) since the first reading
+    states = list(window_after(invoke_series(OK=100.0), invoke_series(OK=130.0), invoke_series(OK=4.0),
+                               invoke_series(OK=24.0)))
+    assert states[-1].resets == 1
+    assert states[-1].latest is not None
+    assert states[-1].latest[REQUESTS] == 54.0  # 30 + 4 (counted from zero) + 20 since the first reading
     # At the reset the window starts again: no rate from that reading, then 20 requests in 10 s.
+    window = CounterWindow(WINDOW_S)
+    for index, body in enumerate((invoke_series(OK=100.0), invoke_series(OK=130.0), invoke_series(OK=4.0))):
+        window.add(parse_modelmesh(body), at=10.0 * index)
     assert window.rates() is None
-    window.add(parse_modelmesh(bodies[3]), at=35.0)
-    assert window.latest[REQUESTS] == 54.0
+    window.add(parse_modelmesh(invoke_series(OK=24.0)), at=30.0)
     rates = window.rates()
     assert rates is not None and rates.requests_per_second == pytest.approx(2.0)
 

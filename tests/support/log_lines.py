@@ -3,9 +3,7 @@ in one test, where pytest's `caplog` is one per test)."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Iterator
 
 
 class LineCatcher(logging.Handler):
@@ -21,19 +19,3 @@ class LineCatcher(logging.Handler):
     def take(self) -> list[str]:
         lines, self.lines = self.lines, []
         return lines
-
-
-@contextlib.contextmanager
-def caught_lines(name: str) -> Iterator[LineCatcher]:
-    """The lines logged to logger `name` (and the loggers below it) at INFO and above while inside; its level as it
-    was after, whatever the test raised."""
-    said = LineCatcher()
-    logger = logging.getLogger(name)
-    level = logger.level
-    logger.addHandler(said)
-    logger.setLevel(logging.INFO)
-    try:
-        yield said
-    finally:
-        logger.removeHandler(said)
-        logger.setLevel(level)
