@@ -22,10 +22,14 @@ def trigger() -> Object:
 
 
 def test_keda_overlay_is_the_base_without_the_api_service() -> None:
+    """KEDA serves external.metrics.k8s.io: the base's APIService goes, and with it the HPA controller's grant of
+    the four modelmesh_* metrics, which KEDA's server never serves (a grant nothing can use)."""
     base = {(o["kind"], o["metadata"]["name"]) for o in kustomize(BASE)}
     overlay = {(o["kind"], o["metadata"]["name"]) for o in kustomize(KEDA)}
 
-    assert base - overlay == {("APIService", "v1beta1.external.metrics.k8s.io")}
+    assert base - overlay == {("APIService", "v1beta1.external.metrics.k8s.io"),
+                              ("ClusterRole", "modelmesh-autoscaler-external-metrics-reader"),
+                              ("ClusterRoleBinding", "modelmesh-autoscaler:hpa-external-metrics")}
     assert not [o for o in kustomize(KEDA) if o["kind"] == "APIService"]
 
 
