@@ -13,6 +13,7 @@ import re
 
 from yarl import URL
 
+from autoscaler.api.field_selector import refuse_bad_field_selector
 from autoscaler.api.list_options import refuse_bad_list_options
 from autoscaler.api.negotiation import asks_to_watch
 from autoscaler.names import SELECTOR_DEPLOYMENT, SELECTOR_SERVINGRUNTIME, SERVINGRUNTIME_DEPLOYMENT_PREFIX
@@ -141,9 +142,10 @@ parameters, up to the request line's 8 KiB) is read each time, so that it cannot
 def deployment_from_query(raw_query: str) -> str:
     """`deployment_from_selector` of the `labelSelector` in a request's query string as sent (percent-encoded),
     read as aiohttp reads `request.query`; `list_options.BadListOption` where kube-apiserver could not decode
-    its list options (`limit=abc`), then `WatchAsked` where it asks to watch, whatever its key's escapes (a raw
-    test for `watch` missed `%77atch`). Cached by the whole string, so an HPA's request, the same every
-    sync, parses neither its query nor its selector (a watch raises, so it is not cached)."""
+    its list options (`limit=abc`, then a `fieldSelector`: `field_selector`), then `WatchAsked` where it asks to
+    watch, whatever its key's escapes (a raw test for `watch` missed `%77atch`). Cached by the whole string, so an
+    HPA's request, the same every sync, parses neither its query nor its selector (a watch raises, so it is not
+    cached)."""
     if len(raw_query) > CACHED_QUERY_LENGTH:
         return _deployment_from_query(raw_query)
     return cached_deployment_from_query(raw_query)
@@ -152,6 +154,7 @@ def deployment_from_query(raw_query: str) -> str:
 def _deployment_from_query(raw_query: str) -> str:
     query = URL.build(query_string=raw_query, encoded=True).query
     refuse_bad_list_options(query)  # apiserver decodes the list options before it looks at `watch`
+    refuse_bad_field_selector(query.get("fieldSelector"))  # after the integers, as its conversion reads them
     if asks_to_watch(query):
         raise WatchAsked
     return deployment_from_selector(query.get("labelSelector"))

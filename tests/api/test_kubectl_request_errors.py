@@ -123,6 +123,19 @@ async def test_bad_selectors_say_what_to_write(kubeconfig: Path, query: str, rea
         assert "'deployment=<Deployment name>' or 'servingruntime=<ServingRuntime name>'" in said, said
 
 
+@pytest.mark.parametrize(("query", "says"), [
+    ("&fieldSelector=spec.nodeName%3Dnode-1",
+     '"spec.nodeName" is not a known field selector: only "metadata.name", "metadata.namespace"'),
+    ("&fieldSelector=nodeName", "invalid selector: 'nodeName'; can't understand 'nodeName'"),
+])
+async def test_a_field_selector_kube_apiserver_refuses_is_refused_in_its_words(kubeconfig: Path, query: str,
+                                                                              says: str) -> None:
+    """A `fieldSelector` was ignored and the metric served as if it had selected something; kube-apiserver's
+    list handler answers 400 with `fields.ParseSelector`'s or the field conversion's error."""
+    said = await kubectl(kubeconfig, f"{METRIC}?labelSelector=deployment%3D{DEPLOYMENT}{query}")
+    assert said == f"Error from server (BadRequest): {says}"
+
+
 async def test_an_unknown_metric_lists_the_served_ones(kubeconfig: Path) -> None:
     said = await kubectl(kubeconfig, f"{GROUP_VERSION}/namespaces/{NAMESPACE}/modelmesh_gpu?labelSelector="
                                      f"deployment%3D{DEPLOYMENT}")

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from autoscaler.api.field_selector import BadFieldSelector, refuse_bad_field_selector
 from autoscaler.api.identity import NonResourceAttributes, ResourceAttributes, request_attributes
 from autoscaler.api.list_options import parse_int64_error
 from autoscaler.api.selector import SelectorError, deployment_from_selector
@@ -134,6 +135,46 @@ def test_any_other_text_is_refused_with_go_s_error(text: str) -> None:
     if said is not None:
         assert said.startswith("strconv.ParseInt: parsing \"") and said.endswith(("invalid syntax",
                                                                                     "value out of range"))
+
+
+def go_escape(value: str) -> str:
+    """A field selector value as a client writes it (`fields.EscapeValue`): `\\`, `,` and `=` escaped."""
+    return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
+
+
+metadata_terms = st.tuples(st.sampled_from(["metadata.name", "metadata.namespace"]),
+                           st.sampled_from(["=", "==", "!="]), anything).map(lambda t: t[0] + t[1] + go_escape(t[2]))
+taken_field_selectors = st.lists(metadata_terms, max_size=4).map(",".join)
+
+
+@PROPERTIES
+@given(selector=taken_field_selectors)
+def test_a_field_selector_on_metadata_with_any_escaped_value_is_taken(selector: str) -> None:
+    """kube-apiserver takes `metadata.name` and `metadata.namespace` whatever their value, once escaped as
+    client-go's `fields.EscapeValue` escapes it (`a\\,b` is the value `a,b`)."""
+    refuse_bad_field_selector(selector)
+
+
+@PROPERTIES
+@given(selector=taken_field_selectors, field=st.from_regex(r"[A-Za-z][A-Za-z0-9._/-]{0,30}", fullmatch=True),
+       operator=st.sampled_from(["=", "==", "!="]), value=anything)
+def test_a_term_on_any_other_field_is_refused_naming_it(selector: str, field: str, operator: str,
+                                                        value: str) -> None:
+    if field in ("metadata.name", "metadata.namespace"):
+        return
+    with pytest.raises(BadFieldSelector) as refused:
+        refuse_bad_field_selector(",".join(filter(None, [selector, field + operator + go_escape(value)])))
+    assert str(refused.value) == (f'"{field}" is not a known field selector: only "metadata.name", '
+                                  '"metadata.namespace"')
+
+
+@PROPERTIES
+@given(selector=taken_field_selectors, term=anything.filter(lambda t: t and not set(t) & set("=,\\")))
+def test_a_term_without_an_operator_is_refused_quoting_it_and_the_selector(selector: str, term: str) -> None:
+    sent = ",".join(filter(None, [selector, term]))
+    with pytest.raises(BadFieldSelector) as refused:
+        refuse_bad_field_selector(sent)
+    assert str(refused.value) == f"invalid selector: '{sent}'; can't understand '{term}'"
 
 
 @PROPERTIES
