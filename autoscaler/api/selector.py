@@ -1,8 +1,11 @@
 """Reading the runtime out of the HPA's `labelSelector` (docs/design.md, What the adapter serves).
 
-The HPA sends `metric.selector` as a label selector string. It must name exactly one runtime, by
-`deployment=<name>` or `servingruntime=<name>`; `==` and `in (...)` whose values name that one runtime mean the
-same. Anything else is answered with a 400 that says what to write instead.
+The HPA sends `metric.selector` as a label selector string. It must select exactly one runtime, by its labels
+`deployment=<name>` or `servingruntime=<name>`. Its requirements all hold at once, as `k8s.io/apimachinery/pkg/
+labels` ANDs them: `=`, `==` and `in (...)` name runtimes, and where several do, the runtime is the one they all
+name (`deployment in (a,b),deployment=a` is `a`); `!=`, `notin`, a key alone (exists) and `!key` only narrow
+those (`runtime_selected`). Anything that does not come to one runtime is answered with a 400 that quotes what
+was sent and says what to write instead.
 """
 
 from __future__ import annotations
@@ -35,13 +38,19 @@ _KEY = r"[A-Za-z0-9./_-]+"
 # The whole requirement must match (`fullmatch`; `$` would also match before a final newline). An equality's
 # value is whatever is left (DOTALL: a line break inside it too), checked against `_VALUE` afterwards so that a
 # bad one is named; a set's values are what lies between its commas.
-_EQUALITY = re.compile(rf"{_W}*({_KEY}){_W}*(?:==|=){_W}*(.*?){_W}*", re.DOTALL)
-_IN = re.compile(rf"{_W}*({_KEY}){_W}+in{_W}*\(([^()]*)\){_W}*")
+_EQUALITY = re.compile(rf"{_W}*({_KEY}){_W}*(==|=|!=){_W}*(.*?){_W}*", re.DOTALL)
+_SET = re.compile(rf"{_W}*({_KEY}){_W}+(in|notin){_W}*\(([^()]*)\){_W}*")
+_EXISTS = re.compile(rf"{_W}*(!?){_W}*({_KEY}){_W}*")
 _MAX_SELECTOR_LENGTH = 1024
 
 
 class SelectorError(ValueError):
     """The selector does not name exactly one runtime."""
+
+
+Requirement = tuple[str, str, frozenset[str]]
+"""A requirement as apimachinery holds it: key, operator and values, the operator one of `in` (also `=` and
+`==`), `notin` (also `!=`), `exists` (a key alone) and `!` (`!key`, which holds where the label is absent)."""
 
 
 class WatchAsked(Exception):
@@ -85,32 +94,64 @@ def deployment_from_selector(selector: str | None) -> str:
         raise SelectorError(f"missing labelSelector; {HELP}")
     if len(selector) > _MAX_SELECTOR_LENGTH:
         raise SelectorError(f"labelSelector is longer than {_MAX_SELECTOR_LENGTH} characters; {HELP}")
-    deployments: set[str] = set()
-    for requirement in _split_requirements(selector):
-        key, values = _key_and_values(requirement)
+    requirements = []
+    for text in _split_requirements(selector):
+        key, _, values = requirement = _requirement(text)
         for value in sorted(values):  # the same one named each time a set holds several bad ones
             _check_value(key, value)
-        if key == SELECTOR_DEPLOYMENT:
-            deployments.update(values)
-        elif key == SELECTOR_SERVINGRUNTIME:
-            deployments.update(SERVINGRUNTIME_DEPLOYMENT_PREFIX + value for value in values)
-        else:
+        if key not in (SELECTOR_DEPLOYMENT, SELECTOR_SERVINGRUNTIME):
             raise SelectorError(f"unknown label {key!r}{_did_you_mean(key)} in labelSelector; {HELP}")
-    if len(deployments) != 1:
-        raise SelectorError(f"labelSelector names {len(deployments)} different runtimes; {HELP}")
-    return deployments.pop()
+        requirements.append(requirement)
+    return runtime_selected(selector, requirements)
 
 
-def _key_and_values(requirement: str) -> tuple[str, set[str]]:
-    """The key and the values of `key=value`, `key==value` or `key in (values)`: a set, as apimachinery
-    makes it, so `in (x,x)` is `x` alone and `in (a,b)` two runtimes; `()` is the empty value. Any other form
-    is refused, quoted as sent (`repr`: a line break or a control character shows)."""
-    if (equality := _EQUALITY.fullmatch(requirement)) is not None:
-        return equality.group(1), {equality.group(2)}
-    if (in_set := _IN.fullmatch(requirement)) is not None:
-        return in_set.group(1), {value.strip(BLANKS) for value in in_set.group(2).split(",")}
-    raise SelectorError(f"unsupported requirement {requirement!r} in labelSelector (taken: key=value, "
-                        f"key==value, key in (value)); {HELP}")
+def _requirement(text: str) -> Requirement:
+    """The requirement `text` states: `key=value`, `key==value`, `key!=value`, `key in (values)`, `key notin
+    (values)`, `key` or `!key`. A set's values are a set, as apimachinery makes it, so `in (x,x)` is `x` alone
+    and `in (a,b)` two runtimes; `()` is the empty value. Any other form (`key>1`, `key<1`, a stray token) is
+    refused, quoted as sent (`repr`: a line break or a control character shows)."""
+    if (equality := _EQUALITY.fullmatch(text)) is not None:
+        operator = "notin" if equality.group(2) == "!=" else "in"
+        return equality.group(1), operator, frozenset((equality.group(3),))
+    if (in_set := _SET.fullmatch(text)) is not None:
+        return in_set.group(1), in_set.group(2), frozenset(value.strip(BLANKS) for value in in_set.group(3).split(","))
+    if (exists := _EXISTS.fullmatch(text)) is not None:
+        return exists.group(2), "!" if exists.group(1) else "exists", frozenset()
+    raise SelectorError(f"unsupported requirement {text!r} in labelSelector (taken: key=value, key==value, "
+                        f"key in (values), and to narrow those key!=value, key notin (values), key, !key); {HELP}")
+
+
+def runtime_selected(selector: str, requirements: list[Requirement]) -> str:
+    """The one runtime (its Deployment's name) that meets every requirement, as apimachinery's `Matches` would
+    find it among the runtimes' labels (`names.runtime_labels`: `deployment`, and `servingruntime` where the name
+    has the prefix). `in` names runtimes and the runtime must be named by each `in`; `notin` rules some out
+    (and holds where the label is absent, so `servingruntime!=x` keeps a Deployment without the prefix); a key
+    alone needs the label, `!key` its absence (every runtime has `deployment`; `servingruntime` is the prefix).
+    Without any `in` the selector is met by every runtime but a few: it names none."""
+    named: set[str] | None = None
+    excluded: set[str] = set()
+    prefixed = {True, False}  # which Deployment names may be selected: with the prefix, without it
+    for key, operator, values in requirements:
+        names = values if key == SELECTOR_DEPLOYMENT else {SERVINGRUNTIME_DEPLOYMENT_PREFIX + v for v in values}
+        if operator == "in":
+            named = set(names) if named is None else named & names
+        elif operator == "notin":
+            excluded |= names
+        elif key == SELECTOR_SERVINGRUNTIME:
+            prefixed &= {operator == "exists"}
+        elif operator == "!":
+            prefixed = set()  # no runtime lacks `deployment`
+    if named is None and prefixed:
+        raise SelectorError(f"labelSelector {selector!r} names no runtime: '!=', 'notin', a key alone and '!key' "
+                            f"only narrow the runtimes that '=', '==' or 'in' name; {HELP}")
+    chosen = {name for name in named or () if name not in excluded
+              and name.startswith(SERVINGRUNTIME_DEPLOYMENT_PREFIX) in prefixed}
+    if not chosen:
+        raise SelectorError(f"labelSelector {selector!r} selects no runtime: every requirement must hold "
+                            f"(Kubernetes ANDs them) and no runtime meets them all; {HELP}")
+    if len(chosen) > 1:
+        raise SelectorError(f"labelSelector {selector!r} names {len(chosen)} different runtimes; {HELP}")
+    return chosen.pop()
 
 
 def _check_value(key: str, value: str) -> None:

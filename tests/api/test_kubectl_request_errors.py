@@ -108,11 +108,16 @@ async def test_a_debug_path_without_a_deployment_says_what_it_takes(kubeconfig: 
     ("?labelSelector=servingRuntime%3Dtriton", "BadRequest", "unknown label 'servingRuntime' (did you mean "
                                                              "'servingruntime'?)"),
     ("?labelSelector=deployments%3Dtriton", "BadRequest", "(did you mean 'deployment'?)"),
-    ("?labelSelector=deployment%21%3Dtriton", "BadRequest", "unsupported requirement 'deployment!=triton'"),
+    ("?labelSelector=deployment%21%3Dtriton", "BadRequest", "labelSelector 'deployment!=triton' names no runtime: "
+                                                           "'!=', 'notin'"),
+    ("?labelSelector=deployment%3Etriton", "BadRequest", "unsupported requirement 'deployment>triton'"),
     ("?labelSelector=deployment%3D-triton-", "BadRequest", "invalid label value '-triton-' for 'deployment' in "
                                                           "labelSelector: must consist of alphanumeric"),
     (f"?labelSelector=deployment%3D{'t' * 64}", "BadRequest", "must be no more than 63 characters, not 64"),
-    (f"?labelSelector=deployment%3D{DEPLOYMENT},deployment%3Dother", "BadRequest", "names 2 different runtimes"),
+    (f"?labelSelector=deployment%3D{DEPLOYMENT},deployment%3Dother", "BadRequest",
+     f"labelSelector 'deployment={DEPLOYMENT},deployment=other' selects no runtime"),
+    ("?labelSelector=deployment%20in%20(a,b)", "BadRequest", "labelSelector 'deployment in (a,b)' names 2 different "
+                                                            "runtimes"),
     ("?labelSelector=deployment%3Dnope", "NotFound", f"runtime {NAMESPACE}/nope is not known"),
 ])
 async def test_bad_selectors_say_what_to_write(kubeconfig: Path, query: str, reason: str, says: str) -> None:
@@ -134,6 +139,15 @@ async def test_a_field_selector_kube_apiserver_refuses_is_refused_in_its_words(k
     list handler answers 400 with `fields.ParseSelector`'s or the field conversion's error."""
     said = await kubectl(kubeconfig, f"{METRIC}?labelSelector=deployment%3D{DEPLOYMENT}{query}")
     assert said == f"Error from server (BadRequest): {says}"
+
+
+async def test_selector_requirements_hold_together_as_kubernetes_ands_them(kubeconfig: Path) -> None:
+    """`deployment in (a,b),deployment=a` selects `a` in Kubernetes (every requirement must hold); it was refused
+    as naming 2 different runtimes."""
+    code, said = await asyncio.to_thread(
+        get_raw, kubeconfig, f"{METRIC}?labelSelector=deployment%20in%20(other,{DEPLOYMENT}),deployment%3D{DEPLOYMENT}")
+    assert code == 0, said
+    assert said["items"][0]["metricLabels"]["deployment"] == DEPLOYMENT
 
 
 async def test_an_unknown_metric_lists_the_served_ones(kubeconfig: Path) -> None:

@@ -14,7 +14,7 @@ from autoscaler.api.field_selector import BadFieldSelector, refuse_bad_field_sel
 from autoscaler.api.identity import NonResourceAttributes, ResourceAttributes, request_attributes
 from autoscaler.api.list_options import parse_int64_error
 from autoscaler.api.selector import SelectorError, deployment_from_selector
-from autoscaler.names import API_GROUP, SERVINGRUNTIME_DEPLOYMENT_PREFIX, ServedMetric, lookup_metric
+from autoscaler.names import API_GROUP, SERVINGRUNTIME_DEPLOYMENT_PREFIX, ServedMetric, lookup_metric, runtime_labels
 
 PROPERTIES = settings(max_examples=200, deadline=None)
 LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
@@ -78,11 +78,64 @@ def test_a_runtime_whose_deployment_name_is_no_label_value_is_named_by_servingru
 
 @PROPERTIES
 @given(first=label_values, second=label_values)
-def test_two_different_runtimes_are_refused(first: str, second: str) -> None:
+def test_two_different_runtimes_required_together_select_none(first: str, second: str) -> None:
+    """apimachinery ANDs requirements: no runtime is both `first` and `second`."""
     if first == second:
         return
-    with pytest.raises(SelectorError, match="2 different runtimes"):
+    with pytest.raises(SelectorError, match="selects no runtime"):
         deployment_from_selector(f"deployment={first},deployment={second}")
+
+
+POOL = ("a", "b", "c")
+FRESH = ("fresh-1", "fresh-2")
+"""Runtime names a selector never mentions: a selector that only narrows still matches these, as it would match
+every runtime of a cluster but the few it rules out."""
+UNIVERSE = tuple(prefix + name for name in POOL + FRESH for prefix in ("", SERVINGRUNTIME_DEPLOYMENT_PREFIX))
+
+
+def matches(labels: dict[str, str], key: str, operator: str, values: list[str]) -> bool:
+    """apimachinery's `Requirement.Matches` on a runtime's labels."""
+    if operator in ("exists", "!"):
+        return (key in labels) == (operator == "exists")
+    if operator in ("=", "==", "in"):
+        return key in labels and labels[key] in values
+    return key not in labels or labels[key] not in values  # "!=", "notin"
+
+
+@st.composite
+def requirements(draw: st.DrawFn) -> tuple[str, str, list[str], str]:
+    """A requirement on a runtime's labels: key, operator, values, and its text as a client might space it."""
+    key = draw(st.sampled_from(["deployment", "servingruntime"]))
+    names = st.sampled_from(POOL) if key == "servingruntime" else st.sampled_from(
+        POOL + tuple(SERVINGRUNTIME_DEPLOYMENT_PREFIX + name for name in POOL))
+    operator = draw(st.sampled_from(["=", "==", "!=", "in", "notin", "exists", "!"]))
+    blank = draw(spaces)
+    if operator in ("exists", "!"):
+        return key, operator, [], f"{blank}{'!' if operator == '!' else ''}{key}{blank}"
+    if operator in ("in", "notin"):
+        values = draw(st.lists(names, min_size=1, max_size=3))
+        return key, operator, values, f"{key} {operator}{blank}({','.join(blank + v + blank for v in values)})"
+    value = draw(names)
+    return key, operator, [value], f"{blank}{key}{blank}{operator}{blank}{value}{blank}"
+
+
+@PROPERTIES
+@given(chosen=st.lists(requirements(), min_size=1, max_size=4))
+def test_a_selector_serves_the_one_runtime_that_meets_every_requirement(
+        chosen: list[tuple[str, str, list[str], str]]) -> None:
+    """Among runtimes of any names (those the selector mentions, and others), the one whose labels meet every
+    requirement, as apimachinery matches them, is the one served; where none does, the 400 says the selector
+    selects no runtime, and where several do (or every runtime but a few), it is refused otherwise."""
+    selector = ",".join(text for *_, text in chosen)
+    met = [name for name in UNIVERSE
+           if all(matches(runtime_labels(name), key, op, values) for key, op, values, _ in chosen)]
+    if len(met) == 1:
+        assert deployment_from_selector(selector) == met[0], selector
+        return
+    with pytest.raises(SelectorError) as refused:
+        deployment_from_selector(selector)
+    assert ("selects no runtime" in str(refused.value)) == (not met), (selector, met, str(refused.value))
+    assert repr(selector) in str(refused.value)
 
 
 @PROPERTIES
