@@ -5,7 +5,8 @@ three columns are found by name, in any order (converters write their own), othe
 its index, exports keep what a trace does not need; `notes` says which), a byte-order mark (Excel's
 "CSV UTF-8") is skipped, and `FILE.csv.gz` is read without unpacking (fleet traces are kept compressed). The
 interval (1 s to 10 min) is inferred as the smallest gap between distinct timestamps, and every timestamp
-must sit on that grid. The simulator replays a trace in *buckets*: the trace's own intervals when they are
+must sit on that grid (lost scrapes, rows without a value, refine it only where they fill a finer grid:
+lost_grid.py). The simulator replays a trace in *buckets*: the trace's own intervals when they are
 at least one tick long (requests spread evenly within each), else ticks that add several intervals up.
 
 The generator draws the shapes the shipped defaults are tuned on (docs/design.md): Zipf popularity (a few hot
@@ -32,6 +33,7 @@ from typing import Final, cast, overload
 
 import numpy as np
 
+from autoscaler.simulation.lost_grid import finer_grid
 from autoscaler.simulation.missing_intervals import missing_notes
 from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.scrape_times import scatter_problem
@@ -278,17 +280,20 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     valued = (np.frombuffer(times), np.frombuffer(models, dtype=np.int64), np.frombuffer(counts),
               np.frombuffer(lines, dtype=np.int64))
     # The rows with requests decide the step (a row without a value off it was refused for its time), where their
-    # timestamps are more than one
+    # timestamps are more than one; the lost rows refine it where they fill a finer grid (lost_grid.py)
     one_time = bool((valued[0] == valued[0][0]).all())
     try:
         stated = _stated_by_lost(valued, index, lost, name, spaced) if one_time else None
         trace, ordered_lines = stated or _in_order(valued[0], valued[1], tuple(index), valued[2], name, valued[3],
                                                    spaced)
     except TraceError:
-        stated = _stated_by_lost(valued, index, lost, name, spaced)
+        stated = (_stated_by_lost(valued, index, lost, name, spaced)
+                  or _refined_by_lost(valued, index, lost, name, spaced))
         if stated is None:
             raise
         trace, ordered_lines = stated
+    if stated is None and (refined := _refined_by_lost(valued, index, lost, name, spaced)):
+        trace, ordered_lines = refined
     notes = [f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
              f"{', '.join(others)}"] if others else []
     notes += lost.notes(read, trace)
@@ -324,6 +329,22 @@ def _stated_by_lost(valued: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     except TraceError:
         return None
     return _without_lines(trace, ordered_lines, lost.lines)
+
+
+def _refined_by_lost(valued: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], index: dict[str, int],
+                     lost: LostScrapes, name: str,
+                     spaced: Mapping[str, tuple[str, int]]) -> tuple[Trace, list[int]] | None:
+    """The trace read on the finer grid the lost rows fill (`finer_grid`: a 60 s export with every other scrape
+    lost, its values 120 s apart, read at 120 s spread each minute's requests over two; a 300 s export with two
+    scrapes in three lost and one more lost row off its step, its values 900 s apart, was refused), with the lost
+    rows on it; None where they fill none, or the trace does not read at that step with them."""
+    grid = finer_grid(lost, valued[0], index)
+    if grid is None:
+        return None
+    refined = _stated_by_lost(valued, index, grid.rows, name, spaced)
+    if refined is None or abs(refined[0].interval_s - grid.step_s) > 1e-6 * grid.step_s:
+        return None
+    return refined
 
 
 def _without_lines(trace: Trace, ordered_lines: list[int], dropped: Sequence[int]) -> tuple[Trace, list[int]]:

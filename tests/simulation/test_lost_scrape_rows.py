@@ -97,6 +97,10 @@ LOST_CELLS = st.sampled_from(["NaN", "null", "", "nan", " NULL "])
 # A lost row between two on a finer grid (22.5 s past a 15 s trace's start) read the trace at 7.5 s where lost rows
 # were let state the step first (CI, 5 December)
 @example(step=15, intervals=2, models=1, lost=[(0.75, 0, "NaN")], seed=0)
+# One or two lost rows between values, on a grid twice as fine, fill no finer grid of the trace: a lone one, or a
+# pair, is as likely a series at its own offset as a finer export's scrapes (lost_grid.py)
+@example(step=15, intervals=2, models=1, lost=[(0.25, 0, "NaN")], seed=0)
+@example(step=15, intervals=3, models=1, lost=[(1 / 6, 0, "NaN"), (0.5, 0, "null")], seed=0)
 @given(step=st.sampled_from([1, 15, 60, 300]), intervals=st.integers(2, 80), models=st.integers(1, 3),
        lost=st.lists(st.tuples(st.floats(-2.0, 2.0), st.integers(0, 3), LOST_CELLS), min_size=1, max_size=12),
        seed=st.integers(0, 2**16))
@@ -121,3 +125,85 @@ def test_lost_scrapes_anywhere_change_nothing_read_and_are_all_counted(tmp_path:
     [said] = [note for note in read.notes if "empty, NaN or null" in note]
     assert said.startswith(f"{len(lost):,} of {len(rows):,} rows have requests empty, NaN or null"), said
 
+
+
+def test_an_export_with_every_other_scrape_lost_replays_each_value_in_its_own_minute(tmp_path: Path) -> None:
+    """A 60 s export whose every other scrape was lost (values 120 s apart, NaN rows on the minutes between): read
+    at 120 s, each row's 600 requests of one minute were spread over two (5 req/s where 10 came), the peak needed 2
+    pods of 4 req/s where it needs 3, and the warning called every lost scrape off the trace's step. Read at 60 s."""
+    rows = "".join(f"{EPOCH + 60 * k},web,{600 if k % 2 == 0 else 'NaN'}\n" for k in range(120))
+    result = simulate(tmp_path, write_trace(tmp_path, rows), "--policies", "mean-hpa", "--pod-rps", "4")
+    assert result.returncode == 0, result.stderr
+    assert report(tmp_path)["trace"]["interval_s"] == 60
+    assert report(tmp_path)["cluster"]["peak_pods"] == 3
+    [said] = warnings_of(result.stderr)
+    assert "60 of 120 rows" in said and "off the trace's" not in said, said
+
+
+def test_a_series_at_its_own_offset_whose_every_point_is_lost_states_no_finer_step(tmp_path: Path) -> None:
+    """A 60 s export beside a series scraped at its own offset, 30 s past each minute, whose every point was lost:
+    its rows lie on a 30 s grid with the values and fill it, but a model without a value says nothing of the
+    others' step. Read at 60 s (at 30 s each minute's requests would come within its first half), the series
+    named as replaying none and its rows as off the step."""
+    rows = "".join(f"{EPOCH + 60 * k},web,30\n{EPOCH + 60 * k + 30},api,null\n" for k in range(60))
+    result = simulate(tmp_path, write_trace(tmp_path, rows), "--policies", "mean-hpa")
+    assert result.returncode == 0, result.stderr
+    assert report(tmp_path)["trace"]["interval_s"] == 60
+    [said] = warnings_of(result.stderr)
+    assert "60 of them off the trace's 60 s step" in said and "model 'api' has no row with requests" in said, said
+
+
+def test_lost_rows_between_minutes_for_a_stretch_state_no_finer_step(tmp_path: Path) -> None:
+    """A 100-minute 60 s export of `web`, beside the `null` rows of a second pod's series of it, scraped at its own
+    offset 30 s past each minute for the 40 minutes it lived, every point lost: on a 30 s grid with the values,
+    but holding 40 of its 99 times no value holds, less than half, they fill none of it. Read at 60 s (at 30 s
+    each minute's requests came within its first half, twice the rate), the 40 said as off the step."""
+    rows = "".join(f"{EPOCH + 60 * k},web,30\n" for k in range(100))
+    rows += "".join(f"{EPOCH + 60 * k + 30},web,null\n" for k in range(20, 60))
+    result = simulate(tmp_path, write_trace(tmp_path, rows), "--policies", "mean-hpa")
+    assert result.returncode == 0, result.stderr
+    assert report(tmp_path)["trace"]["interval_s"] == 60
+    [said] = warnings_of(result.stderr)
+    assert "40 of 140 rows" in said and "40 of them off the trace's 60 s step" in said, said
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# Values 900 s apart, refused alone (over 10 min), and a stray lost row: the lost rows stated no step where they
+# had to all sit on one, and the trace was refused as "timestamps are 900 s apart"
+@example(step=300, every=3, cycles=5, tail=0, models=1, dropped=0.0, stray=True, seed=0)
+@given(step=st.sampled_from([1, 15, 60, 300]), every=st.integers(2, 4), cycles=st.integers(5, 40),
+       tail=st.integers(0, 3), models=st.integers(1, 3), dropped=st.floats(0.0, 1 / 3), stray=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_an_export_with_scrapes_lost_in_a_pattern_reads_at_its_own_step(tmp_path: Path, step: int, every: int,
+                                                                        cycles: int, tail: int, models: int,
+                                                                        dropped: float, stray: bool,
+                                                                        seed: int) -> None:
+    """An export at `step` that kept one scrape in `every` (the others written NaN, null or empty for every model,
+    up to a third of those times left out of the file altogether, one more lost row off the step or none, the rows
+    in any order): read at `step`, as the same file with 0 for each lost cell reads, each value in its own
+    interval; not at the values' coarser step, which spread each interval's requests over `every`. The trace runs
+    from the first value to the last; the warning calls only the stray row off the step."""
+    rng = random.Random(seed)
+    slots = cycles * every + tail + 1
+    lost_slots = [s for s in range(slots) if s % every]
+    gone = set(rng.sample(lost_slots, int(dropped * len(lost_slots))))
+    cells: list[tuple[int, int, str | None]] = []  # (slot, model, requests; None where the scrape was lost)
+    for s in range(slots):
+        if s not in gone:
+            cells += [(s, m, None if s % every else str(rng.randint(1, 50))) for m in range(models)]
+    rng.shuffle(cells)
+    off = f"{EPOCH + step * (rng.randint(1, slots - 2) + rng.choice([0.25, 0.37, 0.5]))},m0,NaN\n" if stray else ""
+
+    def export(lost: str | None) -> Path:
+        rows = "".join(f"{EPOCH + step * s},m{m},{r if r is not None else lost or rng.choice(['NaN', 'null', ''])}\n"
+                       for s, m, r in cells)
+        return write_trace(tmp_path, rows + off)
+
+    filled = read_csv(export("0"))
+    read = read_csv(export(None))
+    assert (read.start_s, read.interval_s, read.intervals) == (EPOCH, step, (slots - 1) // every * every + 1)
+    assert sorted(zip(read.slot.tolist(), read.model.tolist(), read.requests.tolist(), strict=True)) == sorted(
+        (s, m, r) for s, m, r in zip(filled.slot.tolist(), filled.model.tolist(), filled.requests.tolist(),
+                                     strict=True) if r > 0)
+    [said] = [note for note in read.notes if "empty, NaN or null" in note]
+    assert ("1 of them off the trace's" in said) if stray else ("off the trace's" not in said), said
