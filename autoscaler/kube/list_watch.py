@@ -18,7 +18,11 @@
   after that (a load balancer cutting long-lived streams on its own clock, however soon after the reopen; a
   restart storm) is the first failure of a new spell, reopened after `backoff(1)`, not the next of one that
   doubled to 30 s. A watch that breaks as soon as it opens with nothing in it (a real failure loop) still backs
-  off as before.
+  off as before. So does one that worked yet ended within `STAYED_OPEN_S`, once more than `SHORT_LIVED_IN_A_ROW`
+  did in a row (a proxy that breaks every stream after its first bytes, in a namespace busy enough that each
+  carries an event: reopened at `backoff(1)` forever, that was some 100 watch requests a minute per watch and
+  namespace): until a watch stays open `STAYED_OPEN_S`, the count grows and `on_works` waits for it; such
+  watches that end cleanly wait `backoff(k)` too, k counting them past the limit.
 
 `list_from_cache` makes the first list `resourceVersion=0`, served from the API server's watch cache (cheap for
 10,000 pods), as the reflector's first list is. The error texts name `list|watch <resource> in <scope>`.
@@ -27,7 +31,8 @@ What the objects mean stays with the owner, told through five callbacks: `on_lis
 with the listed objects, `on_event(type, object)` folds one ADDED/MODIFIED/DELETED event in, `on_synced()`
 says the copy is current (a list arrived, a watch opened), `on_failure(error, n)` says it is not (the owner
 logs and flags that its own way), and `on_works()` says the loop works (a list handed over, a watch that worked:
-open `SHORT_WATCH_S` or an event handed over): only then may an owner say a failing watch works again, as a
+open `SHORT_WATCH_S` or an event handed over; past `SHORT_LIVED_IN_A_ROW` short-lived ones, open `STAYED_OPEN_S`):
+only then may an owner say a failing watch works again, as a
 watch that opens and breaks at once does not (`autoscaler.kube.failing_spell`). Failures are `KubeApiError`s;
 anything else (the owner's `on_list` or `on_event` raising: a bug) is retried too, a watch must never stop
 silently, and logged with its traceback once a failing spell, the repeats at DEBUG, with an INFO once the loop
@@ -57,7 +62,8 @@ from autoscaler.kube.watch_health import LoopHealth
 SHORT_WATCH_S: Final = 1.0
 """A watch that ends sooner than this with nothing in it is a "very short watch" (client-go's reflector); one open
 this long, or one that carried an event, worked (`on_works`): a failure ending it starts a new
-failing spell (`backoff(1)`).
+failing spell (`backoff(1)`), unless it is past the `SHORT_LIVED_IN_A_ROW`-th in a row to end within
+`STAYED_OPEN_S`.
 
 client-go's reflector (`tools/cache/reflector.go`, `handleWatch`) calls a watch that ends within a second having
 delivered no event a "very short watch" and backs off; any other it reopens at once. This loop backs off a broken
@@ -66,6 +72,20 @@ A longer bar (it was 5 s open) is met by no stream a load balancer cuts on its o
 the first backoff (about 1 s), such a watch was open under 5 s at the next cut, counted as the next failure in a
 row, waited longer, was open shorter still, and spiralled to 30 s closed. An event the owner failed on does not
 count (it is the one the watch replays as soon as it opens, a failure loop)."""
+STAYED_OPEN_S: Final = 3.0
+"""A watch open this long stayed open: it starts the count of failures in a row again, however many short-lived
+watches came before it. Streams normally last minutes (the server's `timeoutSeconds`); a load balancer that cuts
+them on its own clock every 6 s or more leaves a watch reopened after its first backoff (0.5 s, 1 s for
+RuntimeScales, ±20%) open 4.8 s or more, well past this, even on a loaded adapter; no spiral as `SHORT_WATCH_S`'s
+5 s bar made either, as no such watch ends this soon."""
+SHORT_LIVED_IN_A_ROW: Final = 3
+"""How many watches in a row that worked (`SHORT_WATCH_S` open or an event carried) yet ended within
+`STAYED_OPEN_S` still count as working: each is reopened after `backoff(1)` and told `on_works`, as the reflector
+would. A restart storm (an HA control plane's three API servers restarted one after another, each cutting the
+streams it serves) cuts a fresh watch at most two or three times in a row. From the next one on (a proxy that
+breaks every stream after its first bytes, in a namespace busy enough that every watch carries an event), such a
+watch is the next failure in a row: `backoff(n)` doubles to its cap (about 2 watch requests a minute rather than
+about 100), and the owner hears that the loop works only once a watch stays open `STAYED_OPEN_S`."""
 
 
 def _nothing() -> None:
@@ -126,6 +146,8 @@ class ListWatch:
         self._health = health
         self._failures = 0
         """Failures in a row: `backoff`'s n."""
+        self._short_lived = 0
+        """Watches in a row that worked yet ended within `STAYED_OPEN_S` (`SHORT_LIVED_IN_A_ROW`)."""
 
     async def run(self) -> None:
         """List then watch until cancelled: resume after a clean end, list again after 410, back off on errors."""
@@ -154,8 +176,8 @@ class ListWatch:
                     self._log.debug("%s: the watch ended at once with nothing in it; reopening in %.1f s",
                                     self._name, pause)
                     await self._sleep(pause)
-                elif not worked:  # ended as its second came, before the timer said so
-                    self._works(healthy=True)
+                elif (churned := self._short_lived - SHORT_LIVED_IN_A_ROW) > 0:  # ended cleanly, yet soon again
+                    await self._sleep(self._guard.wait(churned))
             except WatchExpiredError as error:
                 self._failed(error)
                 self._log.info("%s expired (%s); listing again", self._name, error)
@@ -174,21 +196,32 @@ class ListWatch:
                 retry_after = error.retry_after_s if isinstance(error, KubeApiError) else None
                 await self._sleep(self._guard.wait(failures, retry_after))
 
-    def _works(self, healthy: bool = False) -> None:
-        """The loop works: a list handed over, or (`healthy`) a watch that worked (open `SHORT_WATCH_S`, or an
-        event handed over),
-        which also starts the count of failures in a row again. A list does not: a watch refused (a Role with
-        list but not watch) right after its list is the next failure in a row."""
+    def _works(self) -> None:
+        """The loop works: a list handed over, or a watch that worked (`_healthy`). Neither starts the count of
+        failures in a row again here: a watch refused (a Role with list but not watch) right after its list is the
+        next failure in a row, and a watch that worked does so as it ends (`_watch_ended`)."""
         self._guard.works(self._failures)
-        if healthy:
-            self._failures = 0
         self._on_works()
 
+    def _watch_ended(self, worked: bool, open_s: float) -> None:
+        """A watch that worked ended (broken or cleanly) after `open_s`: one that stayed open `STAYED_OPEN_S`
+        starts the count of failures in a row again, as do the first `SHORT_LIVED_IN_A_ROW` that ended sooner (the
+        reflector's rule); any later one in a row leaves it to grow."""
+        if open_s >= STAYED_OPEN_S:
+            self._failures = self._short_lived = 0
+        elif worked:
+            self._short_lived += 1
+            if self._short_lived <= SHORT_LIVED_IN_A_ROW:
+                self._failures = 0
+            else:
+                self._log.debug("%s: %d watches in a row ended within %g s of opening; backing off as after a "
+                                "failure until one stays open", self._name, self._short_lived, STAYED_OPEN_S)
+
     def _healthy(self) -> None:
-        """The watch worked: open `SHORT_WATCH_S` (a timer's callback) or its first event handed over. Nothing it
-        raises may escape: the owner's `on_works` failing is a bug to say, and the loop goes on."""
+        """The watch worked: open `SHORT_WATCH_S` or `STAYED_OPEN_S` (a timer's callback) or its first event handed
+        over. Nothing it raises may escape: the owner's `on_works` failing is a bug to say, and the loop goes on."""
         try:
-            self._works(healthy=True)
+            self._works()
         except Exception as error:
             self._log.error("%s: telling that the watch works failed: %r. This is a bug of the adapter: please "
                             "report it with this message", self._name, error, exc_info=error)
@@ -229,15 +262,29 @@ class ListWatch:
             _request_timeout=float(self._watch_timeout_s) + self._request_timeout_s,
         )
         response = await open_stream(call, what)
-        worked = False
+        opened = time.monotonic()
+        worked = told = False
+
+        def tell() -> None:
+            nonlocal told
+            if not told:
+                told = True
+                self._healthy()
 
         def healthy() -> None:
             nonlocal worked
             if not worked:
                 worked = True
-                self._healthy()
+                if self._short_lived < SHORT_LIVED_IN_A_ROW:  # else only once it stayed open
+                    tell()
 
-        timer = asyncio.get_running_loop().call_later(SHORT_WATCH_S, healthy)
+        def stayed_open() -> None:
+            healthy()
+            self._failures = self._short_lived = 0
+            tell()
+
+        loop = asyncio.get_running_loop()
+        timers = (loop.call_later(SHORT_WATCH_S, healthy), loop.call_later(STAYED_OPEN_S, stayed_open))
         try:
             self._established(True)
             self._on_synced()
@@ -252,8 +299,14 @@ class ListWatch:
                     version = self._apply(line, what) or version
                     healthy()
         finally:
-            timer.cancel()
+            for timer in timers:
+                timer.cancel()
             response.release()
+            if (open_s := time.monotonic() - opened) >= STAYED_OPEN_S:  # before the timers said so
+                stayed_open()
+            elif open_s >= SHORT_WATCH_S:
+                healthy()
+            self._watch_ended(worked, open_s)
 
     def _apply(self, line: bytes, what: str) -> str | None:
         """Hand one event to `on_event` (BOOKMARKs only move the version); returns its resourceVersion."""

@@ -11,14 +11,18 @@ import contextlib
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import aiohttp
 import pytest
 from kubernetes.aio.client import ApiClient, Configuration, CoreV1Api
 
-from autoscaler.kube.list_watch import SHORT_WATCH_S, ListWatch
+from autoscaler.kube.backoff import exponential_delay
+from autoscaler.kube.list_watch import SHORT_LIVED_IN_A_ROW, SHORT_WATCH_S, STAYED_OPEN_S, ListWatch
 from tests.fakes.kube import FakeKubeApi
+from tests.support.background import in_background
+from tests.support.chatter import chattering_pod
 from tests.support.waiting import eventually
 
 NS = "modelmesh-serving"
@@ -67,21 +71,29 @@ def pods_of(api: ApiClient) -> Callable[..., Awaitable[aiohttp.ClientResponse]]:
     return endpoint
 
 
-def pod_watch(api: ApiClient, copy: Copy, backoff_s: float = 0.02, **options: Any) -> ListWatch:
+def pod_watch(api: ApiClient, copy: Copy, backoff_s: float = 0.02, backoff: Callable[[int], float] | None = None,
+              **options: Any) -> ListWatch:
+    """The loop over the fake's pods, waiting `backoff(n)` (else `backoff_s`) after the n-th failure in a row."""
     return ListWatch(pods_of(api), "pods", NS, on_list=copy.replace, on_event=copy.apply,
-                     backoff=lambda n: backoff_s, request_timeout_s=2.0, watch_timeout_s=30,
+                     backoff=backoff or (lambda n: backoff_s), request_timeout_s=2.0, watch_timeout_s=30,
                      filters={"label_selector": "modelmesh-service"}, log=log, name="test pod watch", **options)
 
 
-@contextlib.asynccontextmanager
-async def running(loop: ListWatch) -> AsyncIterator[None]:
-    task = asyncio.create_task(loop.run())
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+def recorded(wait: Callable[[int], float] = lambda n: 0.01) -> tuple[list[int], Callable[[int], float]]:
+    """A backoff answering `wait(n)` that records each n it is asked for: the failures in a row, as the loop
+    counts them (the list, and the backoff)."""
+    failures: list[int] = []
+
+    def backoff(n: int) -> float:
+        failures.append(n)
+        return wait(n)
+
+    return failures, backoff
+
+
+def running(loop: ListWatch) -> contextlib.AbstractAsyncContextManager[object]:
+    """`loop` runs for the block."""
+    return in_background(loop.run())
 
 
 def pod_lists(kube: FakeKubeApi) -> list[dict[str, str]]:
@@ -167,16 +179,9 @@ async def test_a_watch_broken_as_soon_as_it_opens_backs_off_more_each_time(kube:
     """A failure loop (a proxy that breaks every stream once it opens): each break is the next failure in a row, so
     the owner's backoff grows; only a watch that worked (open `SHORT_WATCH_S`, or an event handed over) starts the
     count again."""
-    failures: list[int] = []
-
-    def backoff(n: int) -> float:
-        failures.append(n)
-        return 0.01
-
+    failures, backoff = recorded()
     copy = Copy()
-    loop = ListWatch(pods_of(api), "pods", NS, on_list=copy.replace, on_event=copy.apply, backoff=backoff,
-                     request_timeout_s=2.0, watch_timeout_s=30, log=log, name="test pod watch")
-    async with running(loop):
+    async with running(pod_watch(api, copy, backoff=backoff)):
         for _ in range(5):
             await kube.wait_for_watches(1, "pods")
             await asyncio.sleep(0.05)  # opened: its answer reached the loop
@@ -193,18 +198,12 @@ async def test_a_watch_that_worked_before_its_stream_broke_is_reopened_after_the
     """A stream cut on a load balancer's clock, however soon after the reopen: a watch open `SHORT_WATCH_S`, or one
     that carried an event (a BOOKMARK too), worked (client-go's reflector: only a "very short watch" backs off), so
     each cut is the first failure of a new spell. Judged by 5 s open, a watch reopened after 1 s and cut 4 s later
-    was the next failure in a row: 1, 2, 4 ... 30 s closed."""
-    failures: list[int] = []
-
-    def backoff(n: int) -> float:
-        failures.append(n)
-        return 0.01
-
+    was the next failure in a row: 1, 2, 4 ... 30 s closed. (So are up to `SHORT_LIVED_IN_A_ROW` of them in a row
+    that ended within `STAYED_OPEN_S`: a restart storm; more are the next test's.)"""
+    failures, backoff = recorded()
     copy = Copy()
-    loop = ListWatch(pods_of(api), "pods", NS, on_list=copy.replace, on_event=copy.apply, backoff=backoff,
-                     request_timeout_s=2.0, watch_timeout_s=30, log=log, name="test pod watch")
-    async with running(loop):
-        for n in range(4):
+    async with running(pod_watch(api, copy, backoff=backoff)):
+        for n in range(SHORT_LIVED_IN_A_ROW):
             await kube.wait_for_watches(1, "pods")
             if worked == "open a second":
                 await asyncio.sleep(SHORT_WATCH_S + 0.1)
@@ -215,7 +214,62 @@ async def test_a_watch_that_worked_before_its_stream_broke_is_reopened_after_the
             kube.end_watches(abort=True)
         await kube.wait_for_watches(1, "pods")
 
-    assert failures == [1, 1, 1, 1]
+    assert failures == [1] * SHORT_LIVED_IN_A_ROW
+
+
+async def test_watches_broken_after_their_first_event_again_and_again_back_off_until_one_stays_open(
+    kube: FakeKubeApi, api: ApiClient
+) -> None:
+    """A proxy that breaks every stream after its first bytes, in a busy namespace: each watch carried an event, so
+    by the reflector's rule it had worked and each break was the first failure of a new spell, reopened after the
+    first backoff forever (0.5 to 1 s: some 100 watch requests a minute per watch and namespace). Past
+    `SHORT_LIVED_IN_A_ROW` watches in a row that ended within `STAYED_OPEN_S`, the backoff doubles to its cap; a
+    watch that then stays open starts the count again; the owner hears that the loop works (its "works again" or
+    "established") from the list and those first watches, then only from the watch that stayed open."""
+    failures, backoff = recorded(partial(exponential_delay, initial_s=0.05, cap_s=0.4))
+    copy = Copy()
+    works: list[float] = []
+    kube.drop_watches_after = 1
+    async with chattering_pod(kube, NS, LABELS), running(
+        pod_watch(api, copy, backoff=backoff, on_works=lambda: works.append(asyncio.get_running_loop().time()))
+    ):
+        await asyncio.sleep(3.0)
+        watches = sum(1 for r in kube.requests if r.query.get("watch"))
+        told = len(works)
+        kube.drop_watches_after = None
+        await kube.wait_for_watches(1, "pods")
+        await asyncio.sleep(STAYED_OPEN_S + 0.2)
+        kube.end_watches(abort=True)
+        await eventually(lambda: len(failures) > watches)
+
+    # 0.05 s three times, then 0.1, 0.2 and 0.4 s: some 11 watches in 3 s (at the first backoff: over 40)
+    assert watches <= 15, (watches, failures)
+    churned = SHORT_LIVED_IN_A_ROW
+    assert failures[:churned + 3] == [1] * churned + [2, 3, 4], failures
+    assert failures[-1] == 1, failures  # the watch that stayed open worked: its break is a new spell's first
+    assert told == 1 + churned, (told, failures)
+    assert len(works) > told
+
+
+async def test_watches_ended_cleanly_after_their_first_events_again_and_again_back_off_too(
+    kube: FakeKubeApi, api: ApiClient
+) -> None:
+    """The same proxy ending each stream cleanly after its first events (as a server's `timeoutSeconds` ends one)
+    rather than breaking it: no failure, so no backoff; only a watch that carried nothing waited (to a second after
+    it opened), and the next, with the events of that second to carry, was reopened at once: about two watch
+    requests a second for as long as it lasted. Past `SHORT_LIVED_IN_A_ROW` in a row such a watch waits
+    `backoff(1)`, `backoff(2)` ... too, doubling to its cap."""
+    asked, backoff = recorded(partial(exponential_delay, initial_s=0.05, cap_s=0.8))
+    copy = Copy()
+    kube.cut_watches = True
+    async with chattering_pod(kube, NS, LABELS), running(pod_watch(api, copy, backoff=backoff)):
+        await eventually(lambda: len(asked) >= 5, timeout=15)
+        kube.clear_requests()
+        await asyncio.sleep(2.0)
+        watches = sum(1 for r in kube.requests if r.query.get("watch"))
+
+    assert asked[:5] == [1, 2, 3, 4, 5], asked
+    assert watches <= 4, (watches, asked)  # 0.8 s apart now; at two a second, four or five
 
 
 @pytest.mark.parametrize("request_kind", ["list", "watch"])

@@ -90,7 +90,8 @@ replaced.
 
 Forcing a client through the 410 path: `kube.end_watches(); <some change>; kube.compact()`: the client resumes
 from a version that is no longer retained. Watches cut at once (a proxy that cuts streams, an API server shutting
-down): `kube.cut_watches = True; kube.end_watches()`.
+down): `kube.cut_watches = True; kube.end_watches()`. Streams broken after their first events (a proxy
+that cuts every stream after its first bytes): `kube.drop_watches_after = 1; kube.end_watches()`.
 """
 
 from tests.fakes.kube.faults import Delay, Fault, Forbidden, RecordedPatch, RecordedRequest, Trigger

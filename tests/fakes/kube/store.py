@@ -141,6 +141,9 @@ class ObjectStore:
         self.cut_watches = False
         """While True every watch ends cleanly right after its first events, as streams do through a proxy that
         cuts them or from an API server shutting down; `end_watches()` ends the ones open now."""
+        self.drop_watches_after: int | None = None
+        """While set, every watch stream is dropped (its connection aborted) as soon as it has sent that many
+        events: a proxy that breaks each stream after its first bytes; `end_watches()` ends the ones open now."""
 
     # ---- test controls: objects ------------------------------------------------------------------------------
 
@@ -390,11 +393,16 @@ class ObjectStore:
             self._watchers.add(watcher)
         response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
         response.enable_chunked_encoding()
+        drop_after = self.drop_watches_after
+        sent = 0
         try:
             await response.prepare(request)
             request[RECORD].status = response.status
             for line in initial:
                 await response.write(json.dumps(line).encode() + b"\n")
+                sent += 1
+                if drop_after is not None and sent >= drop_after:
+                    return _dropped(request, response)
             if cut:
                 await response.write_eof()
                 return response
@@ -402,11 +410,13 @@ class ObjectStore:
                 while True:
                     item = await watcher.queue.get()
                     if isinstance(item, WatchEnd):
-                        if item.abort and request.transport is not None:
-                            request.transport.abort()
-                            return response
+                        if item.abort:
+                            return _dropped(request, response)
                         break
                     await response.write(json.dumps(item).encode() + b"\n")
+                    sent += 1
+                    if drop_after is not None and sent >= drop_after:
+                        return _dropped(request, response)
         except TimeoutError:
             pass
         except ConnectionError:
@@ -416,6 +426,14 @@ class ObjectStore:
         with contextlib.suppress(ConnectionError):
             await response.write_eof()
         return response
+
+
+def _dropped(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
+    """Drop a watch's connection mid-stream, as a dying server or a cutting proxy does: the client reads a broken
+    stream, not its end."""
+    if request.transport is not None:
+        request.transport.abort()
+    return response
 
 
 def _normalized(obj: JSON) -> JSON:
