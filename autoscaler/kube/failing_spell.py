@@ -8,7 +8,9 @@ replays) wrote a WARNING and a false INFO at every retry. So a spell is said onc
 once, when the loop works; the failures in between are for DEBUG, as long as they fail the same way. A failure of
 another cause (`autoscaler.kube.watch_health.failure_reason`: a dropped stream, then a Role edited to refuse the
 watch) is said at WARNING too, within the spell: otherwise the log blamed the network for an RBAC refusal that
-lasted as long as it did.
+lasted as long as it did. A watch that starts as failing, so that its first success is said (the pod watch's
+`established`), says its first failure too: refused from its very start (a Role without `list` on pods), it said
+nothing above DEBUG until it worked, and the operator never read which watch, where, or why.
 """
 
 from __future__ import annotations
@@ -21,18 +23,18 @@ class FailingSpell:
 
     def __init__(self, *, failing: bool) -> None:
         """`failing`: whether it starts as said failing, so that the first time it works is said (the pod watch's
-        `established`), or as working, so that only a recovery after a failure is (the RuntimeScale watch's)."""
+        `established`), or as working, so that only a recovery after a failure is (the RuntimeScale watch's). Either
+        way its first failure is said."""
         self.failing = failing
         self._reason: FailureReason | None = None
-        """The cause the last WARNING said, while `failing` after a failure."""
+        """The cause the last WARNING said, while `failing` after a failure; None before any (at the start too)."""
 
     def failed(self, error: BaseException) -> bool:
-        """One failure: whether it starts a spell, or fails for another reason than the one said (say it at
-        WARNING), rather than repeat one (DEBUG)."""
+        """One failure: whether it starts a spell (the first failure since the start or since it worked), or fails
+        for another reason than the one said (say it at WARNING), rather than repeat one (DEBUG)."""
         reason = failure_reason(error)
-        starts = not self.failing or (self._reason is not None and reason != self._reason)
-        if starts:  # (a watch failing since the start, not said, says nothing until it worked: as before)
-            self._reason = reason
+        starts = not self.failing or reason != self._reason
+        self._reason = reason
         self.failing = True
         return starts
 

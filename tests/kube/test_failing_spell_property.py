@@ -1,7 +1,9 @@
 """`FailingSpell`'s promise to an operator reading a watch's log, whatever the retries: a WARNING starts each failing
 spell, and another each time the failure's cause changes within it (a dropped stream, then a 403: the log must not
 blame the network for RBAC); an all-clear ends it; never two all-clears in a row, never two WARNINGs of one cause
-without an all-clear or another cause between, and nothing at all while it keeps failing the same way or working."""
+without an all-clear or another cause between, and nothing at all while it keeps failing the same way or working.
+A spell that starts with the watch (one that starts as failing, so that its first success is said) is warned of
+too: a pod watch refused from its start said nothing above DEBUG until it worked."""
 
 from __future__ import annotations
 
@@ -30,18 +32,20 @@ def test_the_lines_said_alternate_one_a_spell_and_cause(failing: bool, outcomes:
         elif outcome is not None and spell.failed(outcome):
             said.append(f"warning: {failure_reason(outcome)}")
     assert all(a != b for a, b in pairwise(said)), said
-    if said:  # the first line is the one the start calls for: an all-clear only where it starts as failing
+    if outcomes and outcomes[0] is not None:  # the first failure is said, however the watch started
+        assert said[0] == f"warning: {failure_reason(outcomes[0])}", said
+    elif said:  # an all-clear first only where it starts as failing
         assert said[0] == "all clear" if failing else said[0].startswith("warning"), said
-    # Each spell said (one that started as failing, before it first worked, is not): its first cause, and each
-    # change of cause after it.
+    # Each spell said, the one the watch starts in too: its first cause, and each change of cause after it.
     expected: list[str] = []
-    quiet, last = failing, None
+    in_spell, last = failing, None
     for outcome in outcomes:
         if outcome is None:
-            if quiet or last is not None:
+            if in_spell:
                 expected.append("all clear")
-            quiet, last = False, None
-        elif not quiet and failure_reason(outcome) != last:
+            in_spell, last = False, None
+        elif not in_spell or failure_reason(outcome) != last:
             last = failure_reason(outcome)
             expected.append(f"warning: {last}")
+            in_spell = True
     assert said == expected, (said, expected)

@@ -1,0 +1,44 @@
+"""The log of pod discovery when its watch fails from its very start (the Role lacks `list` on pods), as the
+platform engineer reads it.
+
+`FailingSpell` started the pod watch as failing, so that its first success is said (`established`); its first failure
+was then no news, and a watch refused from the start said nothing above DEBUG until it worked: an operator saw
+neither the watch nor the namespace nor the 403, only, much later, `established`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.fakes.kube import FakeKubeApi
+from tests.sources.test_kube_pods import discovery
+from tests.sources.test_kube_watch_flapping import watch_lines
+from tests.support.waiting import eventually
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[FakeKubeApi]:
+    async with FakeKubeApi() as server:
+        yield server
+
+
+async def test_a_pod_watch_refused_from_its_start_warns_naming_the_namespace_and_the_refusal(
+    kube: FakeKubeApi, caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="autoscaler.sources.kube_pods")
+    kube.forbid("list", "pods")
+    subject = discovery(kube)
+    await subject.start()
+    try:
+        await eventually(lambda: len(watch_lines(caplog)) == 1)
+        kube.clear_faults()
+        await eventually(lambda: len(watch_lines(caplog)) == 2)
+    finally:
+        await subject.close()
+    lines = watch_lines(caplog)
+    assert [level for level, _ in lines] == ["WARNING", "INFO"], lines
+    assert lines[0][1].startswith("Kubernetes discovery: pod watch of namespace modelmesh-serving broken"), lines
+    assert "403" in lines[0][1] and "list pods in namespace modelmesh-serving" in lines[0][1], lines
+    assert lines[1][1] == "Kubernetes discovery: pod watch of namespace modelmesh-serving established", lines
