@@ -19,11 +19,13 @@ What one watch said in one batch is said in the order it happened, its latest st
 watch cut again while its all-clear waited for others (a load balancer cutting streams every 6 to 7 s) had its
 next `broken` said at once and its held all-clears later, each once per time it was said, all of one kind
 together: `broken` twice without an all-clear, then `established` twice in one millisecond. So a held all-clear
-that the same watch said more after is said with what followed it; of a watch's failures in one batch the last
-of each cause is said, in order (a stream dropped, its watch refused with a 403, then the API server unreachable:
-the 403 and the connection's failure, not the connection's alone, which blamed the network for what RBAC refused),
-an all-clear between two of them left out; and the batch is said in turns: the all-clears that ended spells said
-before, then the failures, then the all-clears said last; each turn a line a kind, as before (`_say_all`).
+that the same watch said more after is said with what followed it; of each run of a watch's failures in one batch
+the last of each cause is said, in order (a stream dropped, its watch refused with a 403, then the API server
+unreachable: the 403 and the connection's failure, not the connection's alone, which blamed the network for what
+RBAC refused); an all-clear between two failures is said between them (`failing: 403`, `works again`, `failing:
+stream broken`: left out, the log read two WARNINGs in a row, as if the watch had failed all along); and the batch
+is said in turns: the all-clears that ended spells said before, then every watch's first failures, the all-clears
+after them, any failures after those, and so on; each turn a line a kind, as before (`_say_all`).
 """
 
 from __future__ import annotations
@@ -171,41 +173,54 @@ class WatchNews:
 
 
 def _say_all(said: list[_Said], family: Callable[[ScopeLine], ScopeLine]) -> None:
-    """Say a batch, each watch's lines in order and once (`_kept`), in turns (the module's docstring): each turn
-    a line a kind, the kinds in the order first said."""
+    """Say a batch, each watch's lines in order (`_kept`), in turns (the module's docstring): the k-th failing
+    spell of every watch in one turn, the all-clear after it in the next, an all-clear that ended a spell said
+    before the batch first; each turn a line a kind, the kinds in the order first said."""
     by_watch: dict[tuple[ScopeLine, Scope], list[_Said]] = defaultdict(list)
     for entry in said:
         by_watch[family(entry.line), entry.scope].append(entry)
     order = {id(entry): index for index, entry in enumerate(said)}
-    ended: list[_Said] = []
-    failures: list[_Said] = []
-    cleared: list[_Said] = []
+    turns: dict[int, list[_Said]] = defaultdict(list)
     for entries in by_watch.values():
         kept = _kept(entries)
+        # first failures in turn 1; an all-clear that ended a spell said before in 0, a lone one with the others' last
+        turn = 1 if not kept[0].line.ends else 0 if len(kept) > 1 else 2
         for index, entry in enumerate(kept):
-            if entry.line.ends:
-                (ended if index == 0 and len(kept) > 1 else cleared).append(entry)
-            else:
-                failures.append(entry)
-    for entries in (ended, failures, cleared):
+            if index and bool(entry.line.ends) != bool(kept[index - 1].line.ends):
+                turn += 1
+            turns[turn].append(entry)
+    for turn in sorted(turns):
         kinds: dict[ScopeLine, list[tuple[Scope, str]]] = defaultdict(list)
-        for entry in sorted(entries, key=lambda entry: order[id(entry)]):
+        for entry in sorted(turns[turn], key=lambda entry: order[id(entry)]):
             kinds[entry.line].append((entry.scope, entry.detail))
         for line, scopes in kinds.items():
             _say(line, scopes)
 
 
 def _kept(entries: list[_Said]) -> list[_Said]:
-    """One watch's lines of a batch, in order, to say: at most an all-clear that ended a spell said before, the
-    last failure of each cause (an all-clear between two failures left out: the watch is failing again; a 403
-    between a dropped stream and an unreachable API server is said, not hidden behind the network), and an
-    all-clear said last."""
-    last_of_cause = {entry.cause: index for index, entry in enumerate(entries) if not entry.line.ends}
-    if not last_of_cause:
-        return entries[-1:]
-    before = entries[:1] if entries[0].line.ends else []
-    after = entries[-1:] if entries[-1].line.ends else []
-    return [*before, *(entries[index] for index in sorted(last_of_cause.values())), *after]
+    """One watch's lines of a batch, in order, to say: each all-clear (once where said twice in a row), and of each
+    run of failures between them the last of each cause (a 403 between a dropped stream and an unreachable API
+    server is said, not hidden behind the network). An all-clear between two failures is said: left out, the log
+    read two WARNINGs in a row, as if the watch had failed all along."""
+    kept: list[_Said] = []
+    run: list[_Said] = []
+
+    def end_run() -> None:
+        last_of_cause = {entry.cause: index for index, entry in enumerate(run)}
+        kept.extend(run[index] for index in sorted(last_of_cause.values()))
+        run.clear()
+
+    for entry in entries:
+        if not entry.line.ends:
+            run.append(entry)
+            continue
+        end_run()
+        if kept and kept[-1].line.ends:
+            kept[-1] = entry
+        else:
+            kept.append(entry)
+    end_run()
+    return kept
 
 
 def _say(line: ScopeLine, entries: list[tuple[Scope, str]]) -> None:

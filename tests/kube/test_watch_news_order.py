@@ -94,3 +94,62 @@ async def test_a_refusal_between_two_failures_of_another_cause_in_one_batch_is_s
     assert any("403 Forbidden" in line for line in ns), lines.said
     assert "Cannot connect" in ns[-1], lines.said
     assert not any("stream broken" in line for line in ns), lines.said
+
+
+async def test_a_watch_that_worked_between_two_failures_of_one_batch_says_it_in_order() -> None:
+    """A pod watch refused (a 403), working again (the Role fixed), then its stream dropped, all while the batch waits
+    for another namespace: the all-clear in between was left out, and the log read two WARNINGs in a row, as if the
+    watch had been failing all along, first refused and then unreachable. It reads what happened, in order."""
+    news = WatchNews(quiet_s=QUIET_S, held_s=40 * QUIET_S)
+    with Lines() as lines:
+        news.say(FAILING, "slow", KubeApiError("stream broken", status=None))  # holds the batch a while
+        news.say(FAILING, "ns", KubeApiError("watch pods: 403 Forbidden", status=403))
+        news.say(WORKS_AGAIN, "ns")
+        news.say(FAILING, "ns", KubeApiError("stream broken", status=None))
+        news.flush()
+    assert lines.saying("namespace ns") == [
+        "watch of namespace ns failing: watch pods: 403 Forbidden",
+        "watch of namespace ns works again",
+        "watch of namespace ns failing: stream broken",
+    ], lines.said
+
+
+CAUSES = {"dropped": KubeApiError("stream broken", status=None), "refused": KubeApiError("403 Forbidden", status=403),
+          "throttled": KubeApiError("429 Too Many Requests", status=429)}
+TURNS = st.lists(st.tuples(st.sampled_from(["a", "b"]), st.sampled_from([None, *CAUSES])), min_size=1, max_size=20)
+"""(namespace, a failure's cause or None for the all-clear) : what the watches say, in order, in one batch."""
+
+
+def collapsed(states: list[str]) -> list[str]:
+    return [state for index, state in enumerate(states) if index == 0 or states[index - 1] != state]
+
+
+@settings(max_examples=50, deadline=None)
+@given(turns=TURNS)
+def test_every_change_between_failing_and_working_within_a_batch_is_said_in_order(
+    turns: list[tuple[str, str | None]],
+) -> None:
+    """Whatever a batch holds, each namespace's lines go from failing to working and back exactly as it did (its
+    repeats of one failure folded), and each failure's cause last said before an all-clear is among them."""
+
+    async def run() -> list[str]:
+        news = WatchNews(quiet_s=QUIET_S, held_s=40 * QUIET_S)
+        with Lines() as lines:
+            for scope, cause in turns:
+                if cause is None:
+                    news.say(WORKS_AGAIN, scope)
+                else:
+                    news.say(FAILING, scope, CAUSES[cause])
+            news.flush()
+            return lines.said
+
+    said = asyncio.run(run())
+    for scope in ("a", "b"):
+        told = [cause for named, cause in turns if named == scope]
+        logged = states(said).get(scope, [])
+        expected = collapsed(["works again" if cause is None else "failing" for cause in told])
+        assert collapsed(logged) == expected, (scope, said)
+        assert all(a != b for a, b in pairwise(line for line in said if f"namespace {scope} " in line)), said
+        last_before_clear = {told[index - 1] for index, cause in enumerate(told) if cause is None and index > 0}
+        for cause in filter(None, last_before_clear):
+            assert any(str(CAUSES[cause]) in line and f"namespace {scope} " in line for line in said), (cause, said)
