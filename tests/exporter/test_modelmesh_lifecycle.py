@@ -221,6 +221,28 @@ async def test_a_garbled_body_is_refused_not_taken_for_a_restart(
     assert len(failed) == 1, failed
 
 
+async def test_a_body_without_counter_series_is_no_restart_with_per_model_metrics_on(
+    pod_factory: PodFactory, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """With per-model metrics on every counter series is labelled, so a body cut or filtered down to the instance
+    gauges holds none of them and nothing that proves it garbled. It was read as a new container ("none of its 3
+    counter series is left"): the old counts were forgotten, and the next good read counted ModelMesh's whole
+    history again as new load, `requests_total` and the request rate jumping by everything the pod ever served.
+    A series missing from one body is no news: the next good read counts only what was served since."""
+    pod = await pod_factory(per_model=True)
+    pod.container.serve(100_000.0)  # what ModelMesh served before this exporter started
+    for _ in range(6):
+        before = await pod.step()
+    pod.port.garble = instance_gauges_only
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        await pod.step()
+        pod.port.garble = None
+        after = [await pod.step() for _ in range(2)]
+    assert after[-1][names.REQUESTS_TOTAL] == before[names.REQUESTS_TOTAL] + 3 * 200.0
+    assert after[-1][names.REQUESTS_PER_SECOND] == 40.0
+    assert restart_lines(caplog) == []
+
+
 REQUESTS_UNSEEN_LOG = "but none of its request series"
 
 
