@@ -40,6 +40,7 @@ def serve(argv: list[str] | None) -> None:
 
     for signum in (signal.SIGTERM, signal.SIGHUP):  # until serving takes them over (`exporter.app.run`)
         signal.signal(signum, _stopped_while_starting)
+    settings = own_modelmesh(settings)
     tls = (
         "plain HTTP" if not settings.modelmesh_url.startswith("https")
         else "without verifying its certificate" if settings.modelmesh_insecure
@@ -92,6 +93,25 @@ def _stopped_while_starting(signum: int, frame: object) -> None:
 
     log.info("%s while starting: stopped", signal.Signals(signum).name)
     os._exit(0)
+
+
+def own_modelmesh(settings: ExporterSettings) -> ExporterSettings:
+    """The settings, where `--modelmesh-url`'s host is this pod's (`exporter.own_pod_url`); a host that resolves to
+    another's stops the start (status 2), the line saying why and what to give. A name that does not resolve yet
+    (the pod's DNS not up) is no reason to stop: the ModelMesh collector tells it at its first read that finds it
+    resolving (`modelmesh_url_unchecked`)."""
+    from exporter.own_pod_url import check_url
+    from exporter.settings import setting
+
+    checked = check_url(settings.modelmesh_url)
+    if checked.problem is not None:
+        log.error("cannot start: %s", checked.problem)
+        sys.exit(2)
+    if checked.unresolved is None:
+        return settings
+    log.warning("cannot tell yet whether %s is this pod's: %s (the pod's DNS not up yet?); ModelMesh is not read "
+                "from it until it resolves to an address of this pod", setting("--modelmesh-url"), checked.unresolved)
+    return dataclasses.replace(settings, modelmesh_url_unchecked=checked.unresolved)
 
 
 def pod_named(identity: PodIdentity) -> str:
