@@ -134,7 +134,7 @@ class CounterWindow:
         what the next readings count on from (`exporter.counter_jumps`), not what is served.
 
         Returns the labels of the request-count series that rose since the last reading: a series of a model
-        served since then (all of a new container's with a count, at a restart; a new series in full). None
+        served since then (a new container's below its old count, or above it; a new series with a count). None
         at the first reading, which has nothing to compare with (`exporter.model_recency` decides what that
         means)."""
         self.news = None
