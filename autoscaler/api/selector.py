@@ -96,9 +96,10 @@ def deployment_from_selector(selector: str | None) -> str:
         raise SelectorError(f"labelSelector is longer than {_MAX_SELECTOR_LENGTH} characters; {HELP}")
     requirements = []
     for text in _split_requirements(selector):
-        key, _, values = requirement = _requirement(text)
+        key, operator, values = requirement = _requirement(text)
         for value in sorted(values):  # the same one named each time a set holds several bad ones
-            _check_value(key, value)
+            if value or operator != "notin":  # `!=` and `notin` an empty value rule nothing out, as apimachinery
+                _check_value(key, value)
         if key not in (SELECTOR_DEPLOYMENT, SELECTOR_SERVINGRUNTIME):
             raise SelectorError(f"unknown label {key!r}{_did_you_mean(key)} in labelSelector; {HELP}")
         requirements.append(requirement)

@@ -84,6 +84,10 @@ async def test_a_set_of_several_runtimes_says_how_many_as_equalities_do(client: 
     "servingruntime%20in%20(triton%2Cother),servingruntime%21%3Dother",
     f"deployment%20in%20({NAME}%2Cunprefixed),servingruntime",
     f"deployment%3D{NAME},deployment", f"%0Adeployment%0A,deployment%3D{NAME}",
+    # An empty value rules nothing out (apimachinery's parseExactValue and parseValues take ""): an HPA's
+    # `NotIn` with `values: [""]` was refused as "empty value for 'deployment'".
+    f"deployment%3D{NAME},deployment%21%3D", f"deployment%3D{NAME},deployment%20notin%20()",
+    f"deployment%3D{NAME},servingruntime%20notin%20(%2Cother)",
 ])
 async def test_requirements_all_hold_as_kubernetes_ands_them(client: Client, selector: str) -> None:
     """apimachinery's requirements are ANDed: `deployment in (a,b),deployment=a` selects `a`, and `!=`, `notin`
