@@ -57,11 +57,19 @@ BROKEN = ScopeLine(
     "until it recovers: {detail}",
     "Kubernetes discovery: pod watches of {count} namespaces broken, keeping last inventory; their runtimes hold "
     "their values until they recover: {scopes} (e.g. {scope}: {detail})")
+NOT_YET = ScopeLine(
+    "autoscaler.sources.kube_pods", logging.WARNING,
+    "Kubernetes discovery: pod watch of {scope} failing since the start, no inventory of it yet: its runtimes are not "
+    "served until it works (a 403: grant the adapter list and watch on pods there, manifests/base): {detail}",
+    "Kubernetes discovery: pod watches of {count} namespaces failing since the start, no inventory of them yet: their "
+    "runtimes are not served until they work (a 403: grant the adapter list and watch on pods there, "
+    "manifests/base): {scopes} (e.g. {scope}: {detail})")
+"""A watch that never worked has no inventory to keep and no values to hold (`BROKEN` said it had)."""
 ESTABLISHED = ScopeLine(
     "autoscaler.sources.kube_pods", logging.INFO,
     "Kubernetes discovery: pod watch of {scope} established",
     "Kubernetes discovery: pod watches of {count} namespaces established: {scopes}",
-    ends=(BROKEN,))
+    ends=(BROKEN, NOT_YET))
 
 class PodWatch:
     """Lists then watches the pods of one scope forever (`run`); `pods` is what it last saw."""
@@ -99,6 +107,8 @@ class PodWatch:
         self.error: str | None = None
         """What the watch last failed with, while it fails (for /debug)."""
         self._spell = FailingSpell(failing=True)
+        self._worked = False
+        """Whether the watch ever worked: its failures say `BROKEN` then, `NOT_YET` before."""
         """What the log said: `established` once it works (from the start), `broken` once a failing spell."""
         self._client = client
         self._on_change = on_change
@@ -141,13 +151,14 @@ class PodWatch:
     def _works(self) -> None:
         """Say `established` when the watch works (`ListWatch`'s rule), not at each open: one that breaks at once
         is still broken."""
+        self._worked = True
         if self._spell.works():
             watch_news().say(ESTABLISHED, self.scope)
 
     def _failed(self, error: Exception, failures: int) -> None:
         scope = scope_name(self.scope)
         if self._spell.failed(error):
-            watch_news().say(BROKEN, self.scope, error)
+            watch_news().say(BROKEN if self._worked else NOT_YET, self.scope, error)
         else:
             log.debug("Kubernetes discovery: pod watch of %s still failing (%d in a row): %s", scope, failures, error)
         self.ok = False

@@ -3,7 +3,9 @@ platform engineer reads it.
 
 `FailingSpell` started the pod watch as failing, so that its first success is said (`established`); its first failure
 was then no news, and a watch refused from the start said nothing above DEBUG until it worked: an operator saw
-neither the watch nor the namespace nor the 403, only, much later, `established`."""
+neither the watch nor the namespace nor the 403, only, much later, `established`. Its first WARNING then said
+`broken, keeping last inventory; its runtimes hold their values`, of a watch that had neither: it says now that
+the watch fails since the start, its runtimes not served until it works, and what a 403 asks for."""
 
 from __future__ import annotations
 
@@ -39,6 +41,9 @@ async def test_a_pod_watch_refused_from_its_start_warns_naming_the_namespace_and
         await subject.close()
     lines = watch_lines(caplog)
     assert [level for level, _ in lines] == ["WARNING", "INFO"], lines
-    assert lines[0][1].startswith("Kubernetes discovery: pod watch of namespace modelmesh-serving broken"), lines
+    # no "broken, keeping last inventory; its runtimes hold their values": there is neither yet
+    assert lines[0][1].startswith("Kubernetes discovery: pod watch of namespace modelmesh-serving failing since the "
+                                  "start, no inventory of it yet: its runtimes are not served until it works"), lines
+    assert "keeping last inventory" not in lines[0][1] and "list and watch on pods" in lines[0][1], lines
     assert "403" in lines[0][1] and "list pods in namespace modelmesh-serving" in lines[0][1], lines
     assert lines[1][1] == "Kubernetes discovery: pod watch of namespace modelmesh-serving established", lines
