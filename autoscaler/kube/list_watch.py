@@ -1,5 +1,6 @@
-"""`ListWatch`: one resource of one scope kept current by list + watch, as client-go's reflector does it
-(`tools/cache/reflector.go`). Pod discovery, the HPA bounds and the RuntimeScale wake-ups all run on it.
+"""`ListWatch`: one resource of one scope kept current by list + watch, after client-go's reflector
+(`tools/cache/reflector.go`), with a backoff of its own (below). Pod discovery, the HPA bounds and the RuntimeScale
+wake-ups all run on it.
 
 - List, then watch from the list's `resourceVersion` with `allowWatchBookmarks`: a BOOKMARK only moves the
   version on. The server ends each watch after `timeoutSeconds`; the next one resumes from the newest version
@@ -8,21 +9,28 @@
   again, now a consistent read (no `resourceVersion`), as the reflector does once it saw "expired". When a
   fresh list's version expires straight away again, wait `backoff(n)` before the next list, so a compacting
   server is not hammered.
-- A watch that ends within `SHORT_WATCH_S` having carried nothing (a proxy that cuts streams, an API server
-  shutting down: the reflector's "very short watch") is not reopened before `SHORT_WATCH_S` after it opened,
-  so such a server gets one watch a second from each loop, not one per round trip. Any other watch worked.
+- A watch that ends cleanly is reopened at once, however soon after it opened and however often (the reflector
+  does so too): it is no failure, and nothing waits while the watch is said open. Only one that ends within
+  `SHORT_WATCH_S` having carried nothing (a proxy that cuts streams, an API server shutting down: the reflector's
+  "very short watch") is not reopened before `SHORT_WATCH_S` after it opened, so such a server gets one watch a
+  second from each loop, not one per round trip; `health` reads it closed meanwhile.
 - Any other failure: wait `backoff(n)` (the n-th failure in a row), never less than the server's `Retry-After` (a
   429 from API Priority and Fairness: client-go's REST client waits that long too), and resume the watch from the
   last version seen, or list when there was none yet. The count starts again once a watch worked: it had been
-  open `SHORT_WATCH_S` or had carried an event (a BOOKMARK too), as the reflector judges a watch. A stream cut
+  open `SHORT_WATCH_S` or had carried an event (a BOOKMARK too). (The reflector's rule is not this one: it backs
+  off a failed or very short watch with a backoff manager, 0.8 s doubling to 30 s, that starts again only after
+  2 minutes without a backoff, and reopens any other at once.) A stream cut
   after that (a load balancer cutting long-lived streams on its own clock, however soon after the reopen; a
   restart storm) is the first failure of a new spell, reopened after `backoff(1)`, not the next of one that
   doubled to 30 s. A watch that breaks as soon as it opens with nothing in it (a real failure loop) still backs
-  off as before. So does one that worked yet ended within `STAYED_OPEN_S`, once more than `SHORT_LIVED_IN_A_ROW`
-  did in a row (a proxy that breaks every stream after its first bytes, in a namespace busy enough that each
-  carries an event: reopened at `backoff(1)` forever, that was some 100 watch requests a minute per watch and
-  namespace): until a watch stays open `STAYED_OPEN_S`, the count grows and `on_works` waits for it; such
-  watches that end cleanly wait `backoff(k)` too, k counting them past the limit.
+  off as before. One that worked yet broke within `STAYED_OPEN_S`, past `SHORT_LIVED_IN_A_ROW` in a row (a
+  proxy that breaks every stream after its first bytes, in a namespace busy enough that each carries an event:
+  reopened at `backoff(1)` forever, that was some 100 watch requests a minute per watch and namespace), waits at
+  least `backoff(k + 1)`, k counting such watches past the limit, until one stays open `STAYED_OPEN_S`; and
+  `on_works` waits for that one. The failures after such a break (its reopen refused, 503 from an API server
+  shutting down) wait as any failures in a row do, `backoff(2)`, `backoff(3)` ..., not counted on from k: a
+  restart storm's refusals do not pile onto the throttle. The failure that breaks it is said (`on_failure`,
+  `health`) before any wait.
 
 `list_from_cache` makes the first list `resourceVersion=0`, served from the API server's watch cache (cheap for
 10,000 pods), as the reflector's first list is. The error texts name `list|watch <resource> in <scope>`.
@@ -60,14 +68,15 @@ from autoscaler.kube.retry_guard import RetryGuard
 from autoscaler.kube.watch_health import LoopHealth
 
 SHORT_WATCH_S: Final = 1.0
-"""A watch that ends sooner than this with nothing in it is a "very short watch" (client-go's reflector); one open
-this long, or one that carried an event, worked (`on_works`): a failure ending it starts a new
-failing spell (`backoff(1)`), unless it is past the `SHORT_LIVED_IN_A_ROW`-th in a row to end within
+"""A watch that ends sooner than this with nothing in it is a "very short watch" (client-go's reflector's word); one
+open this long, or one that carried an event, worked (`on_works`): a failure ending it starts a new
+failing spell (`backoff(1)`), unless it is past the `SHORT_LIVED_IN_A_ROW`-th in a row to break within
 `STAYED_OPEN_S`.
 
 client-go's reflector (`tools/cache/reflector.go`, `handleWatch`) calls a watch that ends within a second having
-delivered no event a "very short watch" and backs off; any other it reopens at once. This loop backs off a broken
-stream too (a proxy that breaks every stream is a failure loop), so it tells the two apart the reflector's way.
+delivered no event a "very short watch" and backs off, as after an error; any other it reopens at once. This loop
+backs off a broken stream too (a proxy that breaks every stream is a failure loop), and tells the two apart with
+the reflector's measure.
 A longer bar (it was 5 s open) is met by no stream a load balancer cuts on its own clock every 6 s: reopened after
 the first backoff (about 1 s), such a watch was open under 5 s at the next cut, counted as the next failure in a
 row, waited longer, was open shorter still, and spiralled to 30 s closed. An event the owner failed on does not
@@ -79,13 +88,16 @@ them on its own clock every 6 s or more leaves a watch reopened after its first 
 RuntimeScales, ±20%) open 4.8 s or more, well past this, even on a loaded adapter; no spiral as `SHORT_WATCH_S`'s
 5 s bar made either, as no such watch ends this soon."""
 SHORT_LIVED_IN_A_ROW: Final = 3
-"""How many watches in a row that worked (`SHORT_WATCH_S` open or an event carried) yet ended within
-`STAYED_OPEN_S` still count as working: each is reopened after `backoff(1)` and told `on_works`, as the reflector
-would. A restart storm (an HA control plane's three API servers restarted one after another, each cutting the
-streams it serves) cuts a fresh watch at most two or three times in a row. From the next one on (a proxy that
-breaks every stream after its first bytes, in a namespace busy enough that every watch carries an event), such a
-watch is the next failure in a row: `backoff(n)` doubles to its cap (about 2 watch requests a minute rather than
-about 100), and the owner hears that the loop works only once a watch stays open `STAYED_OPEN_S`."""
+"""How many watches in a row that worked (`SHORT_WATCH_S` open or an event carried) yet broke within `STAYED_OPEN_S`
+still count as working: each is reopened after `backoff(1)` and told `on_works`. (This rule is ours: the reflector
+has none like it.) A clean end counts for none of it. A restart storm (an HA control plane's three API servers
+restarted one after another, each cutting the streams it serves) cuts a fresh watch at most two or three times in a
+row. From the next one on (a proxy that breaks every stream after its first bytes, in a namespace busy enough that
+every watch carries an event), such a watch's break waits `backoff(k + 1)`, k counting them past this, doubling to
+its cap (about 2 watch requests a minute rather than about 100), and the owner hears that the loop works only once a
+watch stays open `STAYED_OPEN_S`. The refusals of the reopen after a break wait `backoff(2)`, `backoff(3)` ... as in
+any spell: counted on from k, a storm of five cuts each followed by two 503s waited 27 s after the last, where it
+waited 3.8 s before there was a throttle (4 s now)."""
 
 
 def _nothing() -> None:
@@ -147,7 +159,9 @@ class ListWatch:
         self._failures = 0
         """Failures in a row: `backoff`'s n."""
         self._short_lived = 0
-        """Watches in a row that worked yet ended within `STAYED_OPEN_S` (`SHORT_LIVED_IN_A_ROW`)."""
+        """Watches in a row that worked yet broke within `STAYED_OPEN_S` (`SHORT_LIVED_IN_A_ROW`)."""
+        self._throttle = 0
+        """The `backoff` n the failure that broke the last of those watches waits at least (0: none)."""
 
     async def run(self) -> None:
         """List then watch until cancelled: resume after a clean end, list again after 410, back off on errors."""
@@ -176,8 +190,6 @@ class ListWatch:
                     self._log.debug("%s: the watch ended at once with nothing in it; reopening in %.1f s",
                                     self._name, pause)
                     await self._sleep(pause)
-                elif (churned := self._short_lived - SHORT_LIVED_IN_A_ROW) > 0:  # ended cleanly, yet soon again
-                    await self._sleep(self._guard.wait(churned))
             except WatchExpiredError as error:
                 self._failed(error)
                 self._log.info("%s expired (%s); listing again", self._name, error)
@@ -194,7 +206,8 @@ class ListWatch:
                     self._guard.unexpected(error, failures)
                 self._guard.tell_failure(error, failures)
                 retry_after = error.retry_after_s if isinstance(error, KubeApiError) else None
-                await self._sleep(self._guard.wait(failures, retry_after))
+                throttle, self._throttle = self._throttle, 0
+                await self._sleep(self._guard.wait(max(failures, throttle), retry_after))
 
     def _works(self) -> None:
         """The loop works: a list handed over, or a watch that worked (`_healthy`). Neither starts the count of
@@ -203,19 +216,23 @@ class ListWatch:
         self._guard.works(self._failures)
         self._on_works()
 
-    def _watch_ended(self, worked: bool, open_s: float) -> None:
-        """A watch that worked ended (broken or cleanly) after `open_s`: one that stayed open `STAYED_OPEN_S`
-        starts the count of failures in a row again, as do the first `SHORT_LIVED_IN_A_ROW` that ended sooner (the
-        reflector's rule); any later one in a row leaves it to grow."""
+    def _watch_ended(self, worked: bool, open_s: float, *, broken: bool) -> None:
+        """A watch ended after `open_s`, `broken` or not. One that stayed open `STAYED_OPEN_S` starts both counts
+        again; one that worked starts the count of failures in a row again (its break, if any, is the first of a
+        new spell). One that worked yet broke sooner is the next short-lived watch in a row: past
+        `SHORT_LIVED_IN_A_ROW` its break waits at least `backoff(k + 1)`, k counting them past the limit, and the
+        failures after it (the reopen refused) wait as any failures in a row do, not counted on from there: a restart
+        storm's refusals do not pile onto the throttle. A clean end counts for neither: it is reopened at once."""
         if open_s >= STAYED_OPEN_S:
             self._failures = self._short_lived = 0
         elif worked:
-            self._short_lived += 1
-            if self._short_lived <= SHORT_LIVED_IN_A_ROW:
-                self._failures = 0
-            else:
-                self._log.debug("%s: %d watches in a row ended within %g s of opening; backing off as after a "
-                                "failure until one stays open", self._name, self._short_lived, STAYED_OPEN_S)
+            self._failures = 0
+            if broken:
+                self._short_lived += 1
+                if (churned := self._short_lived - SHORT_LIVED_IN_A_ROW) > 0:
+                    self._throttle = churned + 1
+                    self._log.debug("%s: %d watches in a row broke within %g s of opening; waiting longer each time "
+                                    "until one stays open", self._name, self._short_lived, STAYED_OPEN_S)
 
     def _healthy(self) -> None:
         """The watch worked: open `SHORT_WATCH_S` or `STAYED_OPEN_S` (a timer's callback) or its first event handed
@@ -285,6 +302,7 @@ class ListWatch:
 
         loop = asyncio.get_running_loop()
         timers = (loop.call_later(SHORT_WATCH_S, healthy), loop.call_later(STAYED_OPEN_S, stayed_open))
+        broken = True
         try:
             self._established(True)
             self._on_synced()
@@ -294,19 +312,24 @@ class ListWatch:
                 except Exception as error:
                     raise KubeApiError(f"{what}: stream broken: {describe(error)}") from error
                 if not line:
+                    broken = False
                     return version, worked
                 if line.strip():
                     version = self._apply(line, what) or version
                     healthy()
+        except WatchExpiredError:
+            broken = False  # the server's word that the version is gone: listed again at once, no break
+            raise
         finally:
             for timer in timers:
                 timer.cancel()
             response.release()
+            self._established(False)  # 1 only while a stream is open: not through a pause before the next
             if (open_s := time.monotonic() - opened) >= STAYED_OPEN_S:  # before the timers said so
                 stayed_open()
             elif open_s >= SHORT_WATCH_S:
                 healthy()
-            self._watch_ended(worked, open_s)
+            self._watch_ended(worked, open_s, broken=broken)
 
     def _apply(self, line: bytes, what: str) -> str | None:
         """Hand one event to `on_event` (BOOKMARKs only move the version); returns its resourceVersion."""

@@ -251,25 +251,53 @@ async def test_watches_broken_after_their_first_event_again_and_again_back_off_u
     assert len(works) > told
 
 
-async def test_watches_ended_cleanly_after_their_first_events_again_and_again_back_off_too(
+async def test_watches_ended_cleanly_after_their_first_events_again_and_again_are_reopened_at_once(
     kube: FakeKubeApi, api: ApiClient
 ) -> None:
-    """The same proxy ending each stream cleanly after its first events (as a server's `timeoutSeconds` ends one)
-    rather than breaking it: no failure, so no backoff; only a watch that carried nothing waited (to a second after
-    it opened), and the next, with the events of that second to carry, was reopened at once: about two watch
-    requests a second for as long as it lasted. Past `SHORT_LIVED_IN_A_ROW` in a row such a watch waits
-    `backoff(1)`, `backoff(2)` ... too, doubling to its cap."""
-    asked, backoff = recorded(partial(exponential_delay, initial_s=0.05, cap_s=0.8))
+    """A proxy ending each stream cleanly after its first events (as a server's `timeoutSeconds` ends one, or an API
+    server shutting down): no failure, so no backoff, however many in a row, as client-go's reflector reopens a
+    cleanly ended watch at once; only a watch that carried nothing waits, to a second after it opened (about two
+    watch requests a second). Throttled past `SHORT_LIVED_IN_A_ROW` in a row, such a watch waited `backoff(k)` with
+    no watch open, said open and healthy all the while, up to 30 s."""
+    asked, backoff = recorded(lambda n: 5.0)
     copy = Copy()
     kube.cut_watches = True
     async with chattering_pod(kube, NS, LABELS), running(pod_watch(api, copy, backoff=backoff)):
-        await eventually(lambda: len(asked) >= 5, timeout=15)
-        kube.clear_requests()
-        await asyncio.sleep(2.0)
+        await asyncio.sleep(3.0)
         watches = sum(1 for r in kube.requests if r.query.get("watch"))
 
-    assert asked[:5] == [1, 2, 3, 4, 5], asked
-    assert watches <= 4, (watches, asked)  # 0.8 s apart now; at two a second, four or five
+    assert asked == [], asked
+    assert 4 <= watches <= 10, watches
+
+
+async def test_a_restart_storm_that_refuses_each_reopen_is_over_as_soon_as_before_the_throttle(
+    kube: FakeKubeApi, api: ApiClient
+) -> None:
+    """A control plane restarted one API server after another: five cuts of a fresh watch that carried events, each
+    reopen refused twice (503 "shutting down") before one opens. The throttle grows with the watches in a row that
+    ended within `STAYED_OPEN_S`, not with every refusal of the storm: the refusals after a cut wait as any failures
+    in a row do (`backoff(2)`, `backoff(3)`). Counted with them, the last cut waited `backoff(5)` to `backoff(7)`
+    (27 s at the defaults, where the watch was open again 3.8 s after it before the throttle)."""
+    delays: list[float] = []
+    failures, backoff = recorded(lambda n: 0.05 * 2 ** (n - 1))
+    cuts = 1 + SHORT_LIVED_IN_A_ROW + 2  # the first of a watch open since the start, then five of fresh ones
+    async with chattering_pod(kube, NS, LABELS), running(pod_watch(api, Copy(), backoff=backoff)):
+        await kube.wait_for_watches(1, "pods")
+        await asyncio.sleep(STAYED_OPEN_S)  # the first watch stayed open
+        loop = asyncio.get_running_loop()
+        for _ in range(cuts):
+            await kube.wait_for_watches(1, "pods")
+            await asyncio.sleep(0.3)
+            kube.fail(rf"/namespaces/{NS}/pods$", status=503, times=2, message="apiserver is shutting down")
+            kube.end_watches(abort=True)
+            cut = loop.time()
+            await asyncio.sleep(0.01)
+            await kube.wait_for_watches(1, "pods")
+            delays.append(loop.time() - cut)
+
+    # the first cuts: 0.05 + 0.1 + 0.2 s; the last: 0.2 + 0.1 + 0.2 s (counted with the refusals: 0.8 + 1.6 + 3.2)
+    assert delays[-1] < 1.0, (delays, failures)
+    assert failures[-3:] == [3, 2, 3], failures
 
 
 @pytest.mark.parametrize("request_kind", ["list", "watch"])

@@ -1,0 +1,170 @@
+"""Pod discovery while its watches end within seconds of opening, again and again, as the operator reads it: the
+`modelmesh_autoscaler_watch_established` gauge and discovery's health against what the API server has open, and the
+log's `broken` / `established` lines.
+
+Past three watches in a row that ended within 3 s (`SHORT_LIVED_IN_A_ROW`, `STAYED_OPEN_S`) the loop throttled the
+reopen: a watch ended cleanly (a proxy ending streams, an API server shutting down) then waited up to 30 s with no
+watch open while the gauge read 1, discovery read healthy and nothing was logged. A clean end is now reopened at once
+(client-go's reflector does so too); only a broken one is throttled, and that is a failure: the gauge reads 0 and
+discovery unhealthy until a watch is open again. Nor is a throttled watch said `established` at each reopen: the log
+would flap `broken` / `established` at every cut.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from autoscaler.kube.list_watch import SHORT_LIVED_IN_A_ROW, STAYED_OPEN_S
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.kube_pods import KubePodDiscovery
+from tests.fakes.kube import FakeKubeApi
+from tests.sources.test_kube_pods import discovery
+from tests.sources.test_kube_watch_flapping import watch_lines
+from tests.support.background import in_background
+from tests.support.chatter import chattering_pod
+from tests.support.waiting import eventually
+
+NS = "modelmesh-serving"
+LABELS = {"modelmesh-service": "modelmesh-serving"}
+ESTABLISHED = "modelmesh_autoscaler_watch_established"
+STEP_S = 0.01
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[FakeKubeApi]:
+    async with FakeKubeApi() as server:
+        yield server
+
+
+class Closed:
+    """What was said while the API server had no pod watch open, sampled every `STEP_S`."""
+
+    def __init__(self) -> None:
+        self.said_open_s = 0.0
+        """Seconds the gauge read 1."""
+        self.said_healthy_s = 0.0
+        """Seconds discovery read the namespace healthy."""
+        self.longest_s = 0.0
+        """The longest stretch with no watch open."""
+
+
+async def sample(kube: FakeKubeApi, metrics: AdapterMetrics, subject: KubePodDiscovery, seconds: float) -> Closed:
+    closed = Closed()
+    loop = asyncio.get_running_loop()
+    end = loop.time() + seconds
+    since: float | None = None
+    while (now := loop.time()) < end:
+        await asyncio.sleep(STEP_S)
+        if kube.watch_count("pods"):
+            since = None
+            continue
+        since = now if since is None else since
+        closed.longest_s = max(closed.longest_s, loop.time() - since)
+        if metrics.registry.get_sample_value(ESTABLISHED, {"watch": "pods", "namespace": NS}) == 1:
+            closed.said_open_s += STEP_S
+        if subject.healthy_for(NS):
+            closed.said_healthy_s += STEP_S
+    return closed
+
+
+async def ending_each_watch(kube: FakeKubeApi, after_s: float) -> None:
+    """End each pod watch cleanly `after_s` after it opened, as a proxy ending streams on its own clock does."""
+    while True:
+        await kube.wait_for_watches(1, "pods", timeout=60)
+        await asyncio.sleep(after_s)
+        kube.end_watches()
+        await asyncio.sleep(STEP_S)
+
+
+async def test_watches_ended_cleanly_again_and_again_are_reopened_at_once_never_read_open_while_closed(
+    kube: FakeKubeApi,
+) -> None:
+    """A proxy ending every stream cleanly 0.3 s after it opens, in a busy namespace (each carries events): each
+    watch is reopened at once, as client-go's reflector does, never after a backoff; and the gauge reads 0 while
+    none is open. (With a 2 s backoff, from the fourth in a row the pods went unwatched 2 s at a time, the gauge at 1
+    and discovery healthy, nothing logged.)"""
+    metrics = AdapterMetrics()
+    subject = discovery(kube, health=metrics, backoff_initial_s=2.0, backoff_max_s=2.0)
+    async with chattering_pod(kube, NS, LABELS):
+        await subject.start()
+        try:
+            await kube.wait_for_watches(1, "pods")
+            async with in_background(ending_each_watch(kube, after_s=0.3)):
+                closed = await sample(kube, metrics, subject, 5.0)
+        finally:
+            await subject.close()
+
+    assert closed.longest_s < 0.5, vars(closed)
+    assert closed.said_open_s < 0.3, vars(closed)
+
+
+async def test_watches_ended_as_soon_as_they_open_read_closed_while_the_loop_waits_to_reopen(
+    kube: FakeKubeApi,
+) -> None:
+    """A proxy ending every stream as soon as it opens: a watch that carried nothing is reopened a second after it
+    opened (a "very short watch"), and the gauge reads 0 that second, not 1 as if the pods were watched."""
+    metrics = AdapterMetrics()
+    subject = discovery(kube, health=metrics)
+    kube.add_pod(NS, "p1", labels=LABELS)
+    await subject.start()
+    try:
+        await kube.wait_for_watches(1, "pods")
+        kube.cut_watches = True
+        kube.end_watches()
+        closed = await sample(kube, metrics, subject, 3.0)
+    finally:
+        await subject.close()
+
+    assert closed.said_open_s < 0.3, vars(closed)
+
+
+async def test_watches_broken_again_and_again_read_closed_while_throttled(kube: FakeKubeApi) -> None:
+    """A proxy breaking every stream after its first event: past `SHORT_LIVED_IN_A_ROW` the reopen waits longer
+    each time, and all that time the gauge reads 0 and discovery unhealthy."""
+    metrics = AdapterMetrics()
+    subject = discovery(kube, health=metrics, backoff_initial_s=0.2, backoff_max_s=1.0)
+    async with chattering_pod(kube, NS, LABELS):
+        await subject.start()
+        try:
+            await kube.wait_for_watches(1, "pods")
+            kube.drop_watches_after = 1
+            kube.end_watches(abort=True)
+            closed = await sample(kube, metrics, subject, 5.0)
+        finally:
+            await subject.close()
+
+    assert closed.longest_s >= 0.5, vars(closed)  # it was throttled
+    assert closed.said_open_s < 0.3, vars(closed)
+    assert closed.said_healthy_s < 0.3, vars(closed)
+
+
+async def test_a_watch_cut_a_second_or_two_after_it_opens_again_and_again_is_said_broken_once_not_at_each_cut(
+    kube: FakeKubeApi,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Streams cut 1.3 s after each reopen: the first `SHORT_LIVED_IN_A_ROW` cuts of a fresh watch are a restart
+    storm's (each said, and the reopened watch `established`); from then on the watch is said failing until one
+    stays open `STAYED_OPEN_S`, not `established` at its second and `broken` at its cut, every time."""
+    cuts = SHORT_LIVED_IN_A_ROW + 4
+    caplog.set_level("INFO", logger="autoscaler.sources.kube_pods")
+    subject = discovery(kube)
+    await subject.start()
+    try:
+        await eventually(lambda: len(watch_lines(caplog)) == 1)  # established, said
+        await asyncio.sleep(STAYED_OPEN_S)  # the first watch stays open: its cut is not of a short-lived one
+        for _ in range(cuts):
+            await kube.wait_for_watches(1, "pods")
+            await asyncio.sleep(1.3)
+            kube.end_watches(abort=True)
+        await kube.wait_for_watches(1, "pods")
+        await asyncio.sleep(STAYED_OPEN_S + 0.2)
+        await eventually(lambda: watch_lines(caplog)[-1][0] == "INFO", timeout=3)
+    finally:
+        await subject.close()
+    levels = [level for level, _ in watch_lines(caplog)]
+    # the first cut (of the watch open since the start) and the storm's three: a WARNING each, an INFO after each
+    # but the last; then nothing until the watch stays open
+    assert levels == ["INFO"] + ["WARNING", "INFO"] * (SHORT_LIVED_IN_A_ROW + 1), watch_lines(caplog)
