@@ -87,8 +87,9 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--trace", metavar="FILE.csv", type=Path,
                         help="CSV (or .csv.gz) with the columns timestamp_s,model,requests: the requests (a "
                              "count, not a rate) that arrived for the model in the interval starting at "
-                             "timestamp_s (epoch seconds or ISO 8601; intervals of 1 s to 10 min); or a "
-                             "per-minute table, a row per model and columns 1, 2, ... N (Azure Functions' "
+                             "timestamp_s (epoch seconds or ISO 8601, read as UTC where it has no zone; "
+                             "intervals of 1 s to 10 min); or a per-minute table, a row per model and columns 1, 2, "
+                             "... N (Azure Functions' "
                              "invocations_per_function files as they come; python -m "
                              "autoscaler.simulation.minute_table joins days and keeps the busiest); a log of "
                              "single requests converts with python -m autoscaler.simulation.request_log. - reads "

@@ -29,6 +29,20 @@ def parse_time(text: str) -> float:
     return seconds
 
 
+def zoneless(text: str) -> bool:
+    """Whether `text` is an ISO 8601 date-time without a zone, read as UTC (`local_time` names what that does to
+    local times across a change of summer time); False for seconds, or what is no date-time."""
+    text = text.strip()
+    try:
+        float(text)
+    except ValueError:
+        try:
+            return _iso(text).tzinfo is None
+        except ValueError:
+            return False
+    return False
+
+
 def _iso(text: str) -> datetime.datetime:
     """`fromisoformat`, with fractions of a second past microseconds cut (logs write up to nanoseconds) and
     BigQuery's zone suffix (`2024-12-01 00:00:00 UTC`, its CSV export of a TIMESTAMP) read as +00:00."""

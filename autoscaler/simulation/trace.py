@@ -33,6 +33,7 @@ from typing import Final, cast, overload
 
 import numpy as np
 
+from autoscaler.simulation.local_time import repeated_hour_problem
 from autoscaler.simulation.lost_grid import finer_grid
 from autoscaler.simulation.missing_intervals import missing_notes
 from autoscaler.simulation.rate_check import RATE_CHECK_S
@@ -40,7 +41,7 @@ from autoscaler.simulation.scrape_times import scatter_problem
 from autoscaler.simulation.shapes import SHAPE_PRESETS, Shape
 from autoscaler.simulation.silent_models import silent_model_notes
 from autoscaler.simulation.synthetic_size import check_synthetic_size
-from autoscaler.simulation.timestamps import moment_text, seconds_text
+from autoscaler.simulation.timestamps import moment_text, seconds_text, zoneless
 from autoscaler.simulation.trace_checks import (
     QUIET_GAP_S,
     counter_notes,
@@ -242,6 +243,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     index: dict[str, int] = {}
     spaced: dict[str, tuple[str, int]] = {}  # a name written with spaces around it: as written, and its line
     lost = LostScrapes()
+    naive: bool | None = None  # whether the date-times have no zone, judged by the first (seconds: None)
     for line, row in numbered:
         if len(row) != width:
             if not row or (len(row) == 1 and not row[0].strip()):
@@ -254,6 +256,8 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
         except ValueError:
             where = f"{name}: line {line}"
             t = timestamp_field(row[at_time], where)
+            if naive is None and not row[at_time].strip().lstrip("+-").replace(".", "", 1).isdigit():
+                naive = zoneless(row[at_time])
             if lost.holds(row[at_requests]):
                 lost.add(line, t, row[at_model])
                 continue
@@ -282,6 +286,8 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     # The rows with requests decide the step (a row without a value off it was refused for its time), where their
     # timestamps are more than one; the lost rows refine it where they fill a finer grid (lost_grid.py)
     one_time = bool((valued[0] == valued[0][0]).all())
+    if naive and (problem := repeated_hour_problem(valued[0], valued[1], lambda row: int(valued[3][row]))):
+        raise TraceError(f"{name}: {problem}")
     try:
         stated = _stated_by_lost(valued, index, lost, name, spaced) if one_time else None
         trace, ordered_lines = stated or _in_order(valued[0], valued[1], tuple(index), valued[2], name, valued[3],
@@ -298,7 +304,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
              f"{', '.join(others)}"] if others else []
     notes += lost.notes(read, trace)
     cells = lost.cells(trace)
-    notes += gap_notes(trace, ordered_lines, cells)
+    notes += gap_notes(trace, ordered_lines, cells, zoneless=bool(naive))
     notes += missing_notes(trace, ordered_lines, QUIET_GAP_S, cells)
     notes += silent_model_notes(trace, ordered_lines, cells)
     notes += step_notes(trace, ordered_lines)

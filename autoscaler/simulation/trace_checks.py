@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
+from autoscaler.simulation.local_time import skipped_hour_advice
 from autoscaler.simulation.missing_intervals import silences_between_rows
 from autoscaler.simulation.stated_step import export_step, rounding_states, sane_at, whole_seconds_divisor
 from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, long_span_text, moment_text, seconds_text
@@ -27,13 +28,14 @@ QUIET_GAP_S: Final = 3600.0
 """A stretch this long without a row for any model is named: more often missing data than no traffic."""
 
 
-def gap_notes(trace: Trace, lines: Sequence[int], lost: LostCells = NO_CELLS) -> list[str]:
+def gap_notes(trace: Trace, lines: Sequence[int], lost: LostCells = NO_CELLS, *, zoneless: bool = False) -> list[str]:
     """The longest stretch without a row, if any is past QUIET_GAP_S: an absent row is replayed as no requests,
     which is right for a quiet model and wrong for data that is missing (a collector down, exports pasted
     together), and the report cannot tell the two apart. `lost`: rows written with requests empty, NaN or null,
     as `missing_notes` has them: a stretch is judged across them, and one that is nothing but them is named by
     their own warning alone (a 90-minute block of NaN rows was said twice, the second time as "cut the trace at
-    the gap")."""
+    the gap"). `zoneless`: the timestamps are date-times without a zone, whose missing hour is more likely the
+    clocks going forward than data missing (`local_time`)."""
     has_rows = np.zeros(trace.intervals, dtype=bool)
     has_rows[trace.slot] = True
     first, after = silences_between_rows(has_rows, lost)
@@ -45,9 +47,11 @@ def gap_notes(trace: Trace, lines: Sequence[int], lost: LostCells = NO_CELLS) ->
     before, after_s = (trace.start_s + float(slot) * trace.interval_s for slot in (first[widest] - 1, after[widest]))
     line = lines[int(np.flatnonzero(trace.slot == after[widest])[0])]
     more = f" ({len(long)} such gaps, this the longest)" if len(long) > 1 else ""
-    return [f"no rows for {(after_s - before - trace.interval_s) / 3600:.3g} h between the rows at "
-            f"{moment_text(before)} and at {moment_text(after_s)} (line {line}){more}: replayed as no requests at "
-            "all; if data is missing there rather than traffic, cut the trace at the gap"]
+    missing = after_s - before - trace.interval_s
+    advice = (skipped_hour_advice(missing) if zoneless else None) or ("if data is missing there rather than traffic, "
+                                                                     "cut the trace at the gap")
+    return [f"no rows for {missing / 3600:.3g} h between the rows at {moment_text(before)} and at "
+            f"{moment_text(after_s)} (line {line}){more}: replayed as no requests at all; {advice}"]
 
 
 COARSE_RUN: Final = 20
