@@ -44,12 +44,14 @@ from autoscaler.simulation.synthetic_size import check_synthetic_size
 from autoscaler.simulation.timestamps import moment_text, seconds_text, zoneless
 from autoscaler.simulation.trace_checks import (
     QUIET_GAP_S,
+    coarse_stretches,
     counter_notes,
     gap_notes,
     interval_problem,
     mostly_gap,
     off_grid_problem,
     repeated_problem,
+    spread_coarse_rows,
     step_notes,
     stray_allowance,
     strays,
@@ -307,8 +309,10 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     notes += gap_notes(trace, ordered_lines, cells, zoneless=bool(naive))
     notes += missing_notes(trace, ordered_lines, QUIET_GAP_S, cells)
     notes += silent_model_notes(trace, ordered_lines, cells)
-    notes += step_notes(trace, ordered_lines)
+    stretches = coarse_stretches(trace)
+    notes += step_notes(trace, ordered_lines, stretches)
     notes += counter_notes(trace)
+    trace = spread_coarse_rows(trace, stretches)
     return replace(trace, notes=trace.notes + tuple(notes)) if notes else trace
 
 

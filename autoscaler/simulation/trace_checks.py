@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Final
+from dataclasses import replace
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 import numpy as np
 
@@ -58,11 +59,21 @@ COARSE_RUN: Final = 20
 """Steps in a row, all the same multiple of the interval, that make a stretch of rows at a coarser step."""
 
 
-def step_notes(trace: Trace, lines: Sequence[int]) -> list[str]:
-    """The longest stretch whose rows, of all models, come every k intervals (k >= 2, at most 10 min) for
-    COARSE_RUN steps in a row: the interval is the finest step of the file, so where an export's step changed
-    (Prometheus answers 11,000 points a query, and a day is fetched in pieces) each coarse row's requests are
-    replayed within one fine interval, k times the rate, and none in the k - 1 after."""
+class CoarseStretch(NamedTuple):
+    """Rows of all models every `every` intervals from slot `first` to slot `last` (the last such row), in a trace
+    whose interval is finer: an export whose step changed there."""
+
+    first: int
+    last: int
+    every: int
+
+
+def coarse_stretches(trace: Trace) -> list[CoarseStretch]:
+    """The stretches whose rows, of all models, come every k intervals (k >= 2, at most 10 min) for COARSE_RUN
+    steps in a row, where a model in them came an interval apart elsewhere (`_fine_elsewhere`) and the rate carries
+    on across their ends (`_rate_carried_on`): the interval is the finest step of the file, so where an export's
+    step changed (Prometheus answers 11,000 points a query, and a day is fetched in pieces) each coarse row holds
+    k intervals' requests. The trace's last row ends a stretch that runs to it."""
     slots = np.unique(trace.slot)
     gaps = np.diff(slots)
     if len(gaps) < COARSE_RUN:
@@ -71,20 +82,54 @@ def step_notes(trace: Trace, lines: Sequence[int]) -> list[str]:
     starts, ends = np.append(0, change), np.append(change, len(gaps))
     coarse = (gaps[starts] >= 2) & (gaps[starts] * trace.interval_s <= MAX_INTERVAL_S)
     coarse &= ends - starts >= COARSE_RUN
-    if not coarse.any():
+    found = []
+    for run in np.flatnonzero(coarse).tolist():
+        every = int(gaps[starts[run]])
+        first, last = int(slots[starts[run]]), int(slots[ends[run] - 1])
+        if not _fine_elsewhere(trace, first, last) or not _rate_carried_on(trace, first, last, every):
+            continue
+        # The row after the run's last gap is the first of the next stretch, but for the trace's last row
+        found.append(CoarseStretch(first, int(slots[-1]) if ends[run] == len(gaps) else last, every))
+    return found
+
+
+def step_notes(trace: Trace, lines: Sequence[int], stretches: Sequence[CoarseStretch]) -> list[str]:
+    """The longest of `stretches` (`coarse_stretches`), named with its lines and how it is replayed: each row's
+    requests over its own step (`spread_coarse_rows`). They were replayed within one fine interval, k times the
+    rate, and none in the k - 1 after: a 15 s export with an hour at 60 s of even load delayed 3.3% of requests
+    under mean-hpa and cost it 6.83 pod-hours, where the same load at one step delays none in 4.0."""
+    if not stretches:
         return []
-    longest = int(np.argmax(np.where(coarse, ends - starts, 0)))
-    first, last = int(slots[starts[longest]]), int(slots[ends[longest] - 1])  # the last row at the coarse step
-    if not _fine_elsewhere(trace, first, last) or not _rate_carried_on(trace, first, last, int(gaps[starts[longest]])):
-        return []
+    widest = max(stretches, key=lambda stretch: (stretch.last - stretch.first, -stretch.first))
     row_of = {int(slot): row for row, slot in reversed(list(enumerate(trace.slot.tolist())))}
-    step = int(gaps[starts[longest]]) * trace.interval_s
-    return [f"rows come every {step:g} s from {moment_text(trace.start_s + first * trace.interval_s)} to "
-            f"{moment_text(trace.start_s + last * trace.interval_s)} (lines {lines[row_of[first]]} to "
-            f"{lines[row_of[last]]}) but every {trace.interval_s:g} s elsewhere: replayed in "
-            f"{trace.interval_s:g} s intervals, each of those rows' requests arrive within {trace.interval_s:g} s "
-            f"and none in the {step - trace.interval_s:g} s after. If the export's step changed there, export "
-            "the whole trace at one step"]
+    step = widest.every * trace.interval_s
+    more = f" ({len(stretches)} such stretches, this the longest)" if len(stretches) > 1 else ""
+    return [f"rows come every {step:g} s from {moment_text(trace.start_s + widest.first * trace.interval_s)} to "
+            f"{moment_text(trace.start_s + widest.last * trace.interval_s)} (lines {lines[row_of[widest.first]]} to "
+            f"{lines[row_of[widest.last]]}){more} but every {trace.interval_s:g} s elsewhere, each carrying the "
+            f"requests of its {step:g} s, as an export whose step changed writes them: each of those rows' requests "
+            f"are replayed spread over its own {step:g} s ({widest.every} intervals of {trace.interval_s:g} s), not "
+            f"within {trace.interval_s:g} s. If they did arrive within {trace.interval_s:g} s of their row's time, "
+            "export the whole trace at one step"]
+
+
+def spread_coarse_rows(trace: Trace, stretches: Sequence[CoarseStretch]) -> Trace:
+    """`trace` with each row of `stretches` split into `every` rows of equal requests, one an interval, so that it
+    is replayed at its own step: the replay spreads a row's requests over one interval (`trace.buckets`), the
+    trace's finest. The total is kept; the trace's end moves to the end of a last coarse row."""
+    if not stretches:
+        return trace
+    every = np.ones(len(trace.slot), dtype=np.int64)
+    for stretch in stretches:
+        inside = (trace.slot >= stretch.first) & (trace.slot <= stretch.last)
+        every[inside] = stretch.every
+    rows = np.repeat(np.arange(len(trace.slot)), every)
+    offset = np.arange(len(rows)) - np.repeat(np.cumsum(every) - every, every)
+    slot = trace.slot[rows] + offset
+    order = np.lexsort((trace.model[rows], slot))
+    return replace(trace, slot=slot[order], model=trace.model[rows][order],
+                   requests=(trace.requests[rows] / every[rows])[order],
+                   intervals=max(trace.intervals, int(slot.max()) + 1))
 
 
 def _fine_elsewhere(trace: Trace, first: int, last: int) -> bool:
