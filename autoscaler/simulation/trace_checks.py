@@ -275,21 +275,41 @@ def stray_allowance(timestamps: int) -> int:
     return min(STRAY_MAX, max(1, timestamps // 100))
 
 
-def jitter(distinct: np.ndarray) -> tuple[float, float, float] | None:
-    """(step, largest distance from its multiples, the timestamp that far off) when the distinct timestamps sit
-    within a tenth of a whole-second step of that step's multiples (a scraper's times: 15 s apart give or take
-    milliseconds) and, rounded to it, two are one step apart (`rounding_states`: three requests of a sparse log
-    were told to round to 529 s, then refused as 1058 s apart), else None."""
+ROUND_WITHIN: Final = 0.3
+"""How far into the step, as a share of it, times may gather and be told to round to it: with a tenth of a step
+of jitter either side, rounding keeps them on one side of the half up to 0.4, flooring keeps them in one step
+from 0.1; past 0.3, flooring is told, with the more room."""
+
+
+def jitter(distinct: np.ndarray) -> tuple[float, float, float, bool] | None:
+    """(step, largest distance from its grid, the timestamp that far off, whether to floor rather than round) when
+    the distinct timestamps sit within a tenth of a whole-second step of one grid of that step (a scraper's times:
+    15 s apart give or take milliseconds, at the target's own offset in the step: one target 17.4 s past each
+    minute, ±1 ms, was told to round down to 59 s, measured against whole minutes) and, moved onto it, two are one
+    step apart (`rounding_states`: three requests of a sparse log were told to round to 529 s, then refused as
+    1058 s apart), else None. Rounding to the step moves times at an offset near half of it either way; those are
+    floored (`ROUND_WITHIN`)."""
     if len(distinct) < 2:
         return None
-    step = float(np.rint(np.median(np.diff(distinct))))
+    typical = float(np.median(np.diff(distinct)))
+    if typical <= 0:
+        return None
+    # The span over the steps in it: one gap's jitter is the step's error over one gap (a 300 s step, ±15 s,
+    # read 299 s on the median of 40 gaps)
+    span = float(distinct[-1] - distinct[0])
+    step = float(np.rint(span / max(1.0, float(np.rint(span / typical)))))
     if not MIN_INTERVAL_S <= step <= MAX_INTERVAL_S:
         return None
-    off = np.abs(distinct - np.rint(distinct / step) * step)
+    turn = np.exp(2j * np.pi * np.mod(distinct, step) / step)
+    phase = float(np.mod(np.angle(turn.mean()) / (2 * np.pi) * step, step))  # where the times gather in the step
+    off = np.abs(distinct - np.rint(distinct / step) * step)  # from the step's own multiples, as it is rounded
+    if off.max() > 0.1 * step:  # gathered elsewhere in the step: from where they gather
+        off = np.abs(np.mod(distinct - phase + step / 2, step) - step / 2)
     worst = int(np.argmax(off))
-    if off[worst] > 0.1 * step or not rounding_states(distinct, step):
+    down = ROUND_WITHIN * step < phase < (1 - ROUND_WITHIN) * step
+    if off[worst] > 0.1 * step or not rounding_states(distinct, step, down=down):
         return None
-    return step, float(off[worst]), float(distinct[worst])
+    return step, float(off[worst]), float(distinct[worst]), down
 
 
 def interval_problem(distinct: np.ndarray, interval: float) -> str | None:
@@ -333,12 +353,13 @@ def off_grid_problem(distinct: np.ndarray, gaps: np.ndarray, interval: float, t:
     bad = int(np.argmax(off))
     off_grid = jitter(distinct)
     if off_grid is not None:
-        step, worst, at = off_grid
+        step, worst, at, down = off_grid
         bad = int(np.argmax(t == at))
+        how = "round every timestamp down" if down else "round every timestamp"
         return (f"timestamps are about {step:g} s apart but not exactly (up to {worst:.2g} s off, as scrape times "
-                f"are; line {line_of(bad)}: {moment_text(at)}): round every timestamp to the {step:g} s step "
-                f"(pandas: .dt.round('{step:g}s'), then sum by timestamp_s and model), or export with query_range, "
-                "whose steps are exact")
+                f"are; line {line_of(bad)}: {moment_text(at)}): {how} to the {step:g} s step (pandas: "
+                f".dt.{'floor' if down else 'round'}('{step:g}s'), then sum by timestamp_s and model), or export "
+                "with query_range, whose steps are exact")
     start = float(distinct[0])
     where = (f"line {line_of(bad)}: timestamp {moment_text(float(t[bad]))} is not on the {interval:g} s grid "
              f"starting at {seconds_text(start)}")

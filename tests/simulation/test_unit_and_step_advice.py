@@ -225,3 +225,50 @@ def test_a_sparse_log_over_two_days_is_told_a_way_through_that_reads(tmp_path: P
     result = simulate(tmp_path, write_trace(tmp_path, pinned), "--policies", "mean-hpa")
     assert result.returncode == 0, result.stderr
     assert report(tmp_path)["trace"]["interval_s"] == 1 and report(tmp_path)["trace"]["requests"] == 50
+
+
+def one_target(step: int, offset_ms: int, jitter_ms: int, scrapes: int, seed: int) -> str:
+    """Five models of one scrape target `offset_ms` into each `step`, every scrape `jitter_ms` either way: the
+    models share each scrape's timestamp, in milliseconds."""
+    rng = random.Random(seed)
+    rows = []
+    for k in range(scrapes):
+        at = (EPOCH + step * k) * 1000 + offset_ms + rng.randint(-jitter_ms, jitter_ms)
+        rows += [f"{at / 1000:.3f},m{m},{50 + (k * 7 + m) % 60}\n" for m in range(5)]
+    return "".join(rows)
+
+
+def test_one_target_at_its_own_offset_with_a_millisecond_of_jitter_is_told_its_own_step(tmp_path: Path) -> None:
+    """One target scraped 17.4 s past each minute, ±1 ms: the smallest gap read 59.998 s, and the refusal said to
+    round down to a 59 s step, measured against whole minutes; followed, the trace was refused again."""
+    rows = one_target(60, 17_400, 1, 60, 1)
+    result = simulate(tmp_path, write_trace(tmp_path, rows))
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert "timestamps are about 60 s apart but not exactly (up to 0.001" in line, line
+    assert "round every timestamp to the 60 s step (pandas: .dt.round('60s')" in line, line
+    [fixed] = follow(rows, line)
+    result = simulate(tmp_path, write_trace(tmp_path, fixed), "--policies", "fixed")
+    assert result.returncode == 0, result.stderr
+    assert report(tmp_path)["trace"]["interval_s"] == 60
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(step=st.sampled_from([5, 15, 30, 60, 300]), offset=st.floats(0.0, 0.999), jitter=st.floats(0.0005, 0.05),
+       seed=st.integers(0, 2**16))
+def test_one_jittered_target_at_any_offset_is_told_a_rounding_that_reads_at_its_step(
+        tmp_path: Path, step: int, offset: float, jitter: float, seed: int) -> None:
+    """Wherever in the step the target is scraped and however its scrapes stray (up to a twentieth of the step),
+    the refusal names the target's step and a rounding (to it, or down to it where the offset is near half of it)
+    that, followed, reads at that step."""
+    rows = one_target(step, int(offset * step * 1000), max(1, int(jitter * step * 1000)), 40, seed)
+    path = write_trace(tmp_path, rows)
+    try:
+        read_csv(path)
+        return  # the jitter fell on the grid
+    except TraceError as refused:
+        message = str(refused)
+    said = ROUND.search(message)
+    assert said is not None and int(said.group(2)) == step, message
+    [fixed] = follow(rows, message)
+    assert read_csv(write_trace(tmp_path, fixed)).interval_s == step
