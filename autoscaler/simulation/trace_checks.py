@@ -294,22 +294,34 @@ def jitter(distinct: np.ndarray) -> tuple[float, float, float, bool] | None:
     typical = float(np.median(np.diff(distinct)))
     if typical <= 0:
         return None
-    # The span over the steps in it: one gap's jitter is the step's error over one gap (a 300 s step, ±15 s,
-    # read 299 s on the median of 40 gaps)
-    span = float(distinct[-1] - distinct[0])
-    step = float(np.rint(span / max(1.0, float(np.rint(span / typical)))))
-    if not MIN_INTERVAL_S <= step <= MAX_INTERVAL_S:
+    # The whole-second step near the typical gap that keeps the times closest to one grid: one gap's jitter is the
+    # step's error over one gap, and the span's over all of them (a 300 s step, ±15 s, read 299 s on the median
+    # of 40 gaps and on their span, 301 s between the median's neighbours)
+    reach = max(2.0, float(np.ceil(0.1 * typical)))  # the median of gaps ±10% of a step is off by up to that
+    near = np.rint(typical) + np.arange(-reach, reach + 1.0)
+    fits = [(float(_grid_offsets(distinct, float(step))[0].max()), float(step)) for step in near
+            if MIN_INTERVAL_S <= step <= MAX_INTERVAL_S]
+    if not fits:
         return None
-    turn = np.exp(2j * np.pi * np.mod(distinct, step) / step)
-    phase = float(np.mod(np.angle(turn.mean()) / (2 * np.pi) * step, step))  # where the times gather in the step
-    off = np.abs(distinct - np.rint(distinct / step) * step)  # from the step's own multiples, as it is rounded
-    if off.max() > 0.1 * step:  # gathered elsewhere in the step: from where they gather
-        off = np.abs(np.mod(distinct - phase + step / 2, step) - step / 2)
+    step = min(fits)[1]
+    off, phase = _grid_offsets(distinct, step)
+    whole = np.abs(distinct - np.rint(distinct / step) * step)  # from the step's own multiples, said so where
+    if whole.max() <= 0.1 * step:  # all are near them
+        off = whole
     worst = int(np.argmax(off))
     down = ROUND_WITHIN * step < phase < (1 - ROUND_WITHIN) * step
     if off[worst] > 0.1 * step or not rounding_states(distinct, step, down=down):
         return None
     return step, float(off[worst]), float(distinct[worst]), down
+
+
+def _grid_offsets(distinct: np.ndarray, step: float) -> tuple[np.ndarray, float]:
+    """How far each timestamp is from the grid of `step` where the times gather (their circular mean), and where
+    in the step that is."""
+    turn = np.exp(2j * np.pi * np.mod(distinct, step) / step)
+    phase = float(np.mod(np.angle(turn.mean()) / (2 * np.pi) * step, step))
+    off: np.ndarray = np.abs(np.mod(distinct - phase + step / 2, step) - step / 2)
+    return off, phase
 
 
 def interval_problem(distinct: np.ndarray, interval: float) -> str | None:
