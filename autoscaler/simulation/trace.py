@@ -248,7 +248,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     naive: bool | None = None  # whether the date-times have no zone, judged by the first (seconds: None)
     for line, row in numbered:
         if len(row) != width:
-            if not row or (len(row) == 1 and not row[0].strip()):
+            if not any(field.strip() for field in row):  # a blank line, or a spreadsheet's ",," under the rows
                 continue
             raise TraceError(f"{name}: line {line}: expected {width} fields, as in the header, got {len(row)}")
         try:  # the usual row without a call per field (a third of the reading time); others go the long way
@@ -256,6 +256,8 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
             if not (abs(t) < LATEST_S and 0.0 <= r < math.inf):
                 raise ValueError
         except ValueError:
+            if not any(field.strip() for field in row):  # a spreadsheet's ",," rows under the trace, as a blank line
+                continue
             where = f"{name}: line {line}"
             t = timestamp_field(row[at_time], where)
             if naive is None and not row[at_time].strip().lstrip("+-").replace(".", "", 1).isdigit():
@@ -392,19 +394,34 @@ def _in_order(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts:
     """`_checked` on the rows in one order whatever the file's: models numbered by name (`by_name`), rows by time,
     then model (sums then come in one order too), and the file lines of the rows so ordered, for the notes.
     `spaced`: names written with spaces around them (as written, and the first line), for the error they cause.
-    `lost_rows`: which rows are without a value (read for their timestamps alone): no repeat of a row beside them."""
+    `lost_rows`: which rows are without a value (read for their timestamps alone): no repeat of a row beside them.
+    Times with a float's noise in their last digits are read rounded to the millisecond (`_snapped`)."""
     models, model = by_name(models, model)
-    rows = np.lexsort((model, t))  # stable: rows repeating a model and time keep their file order
-    ordered: list[int] = lines[rows].tolist()
-    return _checked(t[rows], model[rows], models, counts[rows], name, ordered, spaced or {},
-                    None if lost_rows is None else lost_rows[rows]), ordered
+    snapped = _snapped(t)
+    tries: list[tuple[np.ndarray, float | None]] = [(t, None)]
+    if snapped is not None:  # rounded first: as written, a float's noise read as a step of 59.999999 s
+        moved = float(np.abs(snapped - t).max())
+        # said only past a float's own error of the times (2.4e-7 s at the epoch's): no noise of the export's
+        tries.insert(0, (snapped, moved if moved > 2 * float(np.spacing(np.abs(t).max())) else None))
+    as_written: TraceError | None = None
+    for times, noise in tries:
+        rows = np.lexsort((model, times))  # stable: rows repeating a model and time keep their file order
+        ordered: list[int] = lines[rows].tolist()
+        try:
+            return _checked(times[rows], model[rows], models, counts[rows], name, ordered, spaced or {},
+                            None if lost_rows is None else lost_rows[rows], noise), ordered
+        except TraceError as error:
+            as_written = error  # the last tried: the times as written
+    assert as_written is not None
+    raise as_written
 
 
 def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: np.ndarray, name: str,
              lines: Sequence[int] | None, spaced: Mapping[str, tuple[str, int]],
-             lost_rows: np.ndarray | None = None) -> Trace:
+             lost_rows: np.ndarray | None = None, noise: float | None = None) -> Trace:
     """The Trace of rows as arrays (time, model index into `models`, requests); infers and checks the interval.
-    `lost_rows`: the rows without a value, left out of the check for a model repeated in an interval."""
+    `lost_rows`: the rows without a value, left out of the check for a model repeated in an interval. `noise`:
+    how far the times were moved rounding them to the millisecond (`_snapped`), said in a note."""
 
     def line_of(row: int) -> int:
         return lines[row] if lines is not None else row + 2
@@ -437,9 +454,23 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
     if (problem := repeated_problem(t[kept], slot[kept], model[kept], models, spaced,
                                     lambda row: line_of(int(kept[row])))) is not None:
         raise TraceError(f"{name}: {problem}")
-    notes = () if len(gaps) else (f"the trace has one timestamp, so no step to infer its interval from: taken as "
-                                  f"{interval:g} s (the requests of each row arrive over {interval:g} s)",)
+    notes: tuple[str, ...] = () if len(gaps) else (
+        f"the trace has one timestamp, so no step to infer its interval from: taken as {interval:g} s (the requests "
+        f"of each row arrive over {interval:g} s)",)
+    if noise is not None:
+        notes += (f"timestamps up to {noise:.2g} s off the step (the noise of a float's last digits) were read "
+                  "rounded to the millisecond",)
     return Trace(models, start, interval, int(slot.max()) + 1, slot, model, counts, notes)
+
+
+def _snapped(t: np.ndarray) -> np.ndarray | None:
+    """`t` rounded to the millisecond, for a trace refused as it is: an export through floats writes 60 s rows with
+    a float's noise in their last digits (1764547200.1229990 beside .1230006, refused as "2.38419e-07 s apart ...
+    sum into 1 s intervals"; a lone model's ±1 µs as off the grid, or a stray), and Prometheus times are
+    milliseconds. Read so only where it then reads (`_in_order`): a request log's sub-second times are still told
+    to sum into 1 s, a scraper's jitter of milliseconds to round to its step. None where rounding moves nothing."""
+    snapped: np.ndarray = np.rint(t * 1000.0) / 1000.0
+    return None if np.array_equal(snapped, t) else snapped
 
 
 def write_csv(trace: Trace, path: str | os.PathLike[str]) -> None:

@@ -15,6 +15,7 @@ import gzip
 import io
 import math
 import os
+import re
 import zlib
 from collections import Counter
 from collections.abc import Collection, Iterator
@@ -47,10 +48,32 @@ def number_field(text: str, what: str, where: str, unit: str = "") -> float:
     try:
         value = float(text)
     except ValueError:
-        raise TraceError(f"{where}: {what} must be a number{unit}, got {text!r}") from None
+        raise TraceError(f"{where}: {what} must be a number{unit}, got {text!r}{comma_hint(text)}") from None
     if not math.isfinite(value):
         raise TraceError(f"{where}: {what} must be finite, got {text!r}")
     return value
+
+
+THOUSANDS: Final = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?")
+DECIMAL_COMMA: Final = re.compile(r"[+-]?\d*,\d+")
+
+
+def comma_hint(text: str) -> str:
+    """Why a number with a comma in it is none, and how to save it, for a spreadsheet's locale: '2,743' (a
+    thousands separator, or a decimal comma where 2.743 is meant) and '192,5' (a decimal comma) read "must be a
+    number", which named no cause. Empty where the text is neither."""
+    text = text.strip()
+    if THOUSANDS.fullmatch(text):
+        either = f", or a decimal comma ({text.replace(',', '.')})" if text.count(",") == 1 else ""
+        cause = f"a thousands separator ({text.replace(',', '')}){either}"
+    elif DECIMAL_COMMA.fullmatch(text):
+        cause = f"a decimal comma ({text.replace(',', '.')})"
+    else:
+        return ""
+    return (f": the comma is likely {cause}, as a spreadsheet writes numbers for its locale: save the numbers "
+            "without thousands separators and with '.' for decimals (Excel: Format Cells, Number, without "
+            "1000 Separator; the system's decimal separator '.'; pandas: read_csv(..., thousands=',') or "
+            "decimal=',', then to_csv)")
 
 
 class LostCells(NamedTuple):
@@ -185,7 +208,7 @@ def timestamp_field(text: str, where: str) -> float:
         value = parse_time(text)
     except ValueError:
         raise TraceError(f"{where}: timestamp_s must be seconds since the epoch or an ISO 8601 date-time, "
-                         f"got {text!r}{_date_hint(text)}") from None
+                         f"got {text!r}{_date_hint(text) or comma_hint(text)}") from None
     if abs(value) < LATEST_S:
         return value
     # Epoch microseconds read "timestamps are 6e+07 s apart: export at a step of 10 min or less", and a stray
