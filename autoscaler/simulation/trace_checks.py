@@ -192,10 +192,14 @@ def counter_notes(trace: Trace) -> list[str]:
     mine = trace.model == example
     first, last = int(trace.slot[mine].argmin()), int(trace.slot[mine].argmax())
     values = trace.requests[mine]
+    step = f"{trace.interval_s:g}"
     return [f"the requests of {int(counting.sum())} of {int(judged.sum())} models only rise from one interval to "
             f"the next (model {trace.models[example]!r}: {values[first]:,.0f} to {values[last]:,.0f}), as a "
-            "counter's running total does: if they are one, export the requests in each interval (PromQL: "
-            f"increase(COUNTER[{trace.interval_s:g}s])) instead; if the traffic does rise all along, ignore this"]
+            "counter's running total does: if they are one, export the requests in each interval instead (PromQL: "
+            f"sum by (model) (increase(COUNTER[{step}s])) at a query_range step of {step}s (the range the step: a "
+            f"longer one counts each request more than once), each row then holding the interval ending at its "
+            f"time: move every timestamp back {step} s, as a trace's row is the interval starting at its time); if "
+            "the traffic does rise all along, ignore this"]
 
 
 MOSTLY_GAP_S: Final = 30 * 86400.0

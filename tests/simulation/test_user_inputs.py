@@ -224,6 +224,11 @@ def test_a_counters_running_total_exported_as_requests_is_named(tmp_path: Path) 
     assert len(warnings) == 1, result.stderr
     assert "3 of 3 models" in warnings[0] and "increase(" in warnings[0], warnings[0]
     assert any("running total" in w for w in report(tmp_path)["warnings"])
+    # The query it names must write what the trace reads: a range of the step ([1m] at a 15 s step counts each
+    # request four times, with nothing in the file to show it), and a row for the interval ending at its time,
+    # which the trace reads as starting there
+    assert "(increase(COUNTER[60s])) at a query_range step of 60s (the range the step" in warnings[0], warnings[0]
+    assert "the interval ending at its time: move every timestamp back 60 s" in warnings[0], warnings[0]
 
 
 def test_steady_or_rising_traffic_is_not_taken_for_a_counter(tmp_path: Path) -> None:
