@@ -69,6 +69,11 @@ class Verdict:
                      self.delays_met),
                 Part("avoidable_cold_loads", self.cold, COLD, self.cold_met))
 
+    def word(self) -> str:
+        """"met", or the parts missed, as the report's goal column says them (`report.goal_word`)."""
+        missed = [LABELS[part.key] for part in self.parts() if not part.met]
+        return "met" if not missed else "missed: " + ", ".join(missed)
+
 
 def judge(result: Outcome, base: Outcome, unavoidable_cold: int) -> Verdict:
     """`result` against mean-hpa's `base` on the same trace; `unavoidable_cold`: first loads after the start."""
