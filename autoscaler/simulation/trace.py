@@ -6,8 +6,11 @@ its index, exports keep what a trace does not need; `notes` says which), a byte-
 "CSV UTF-8") is skipped, and `FILE.csv.gz` is read without unpacking (fleet traces are kept compressed). The
 interval (1 s to 10 min) is inferred as the smallest gap between distinct timestamps, and every timestamp
 must sit on that grid (lost scrapes, rows without a value, refine it only where they fill a finer grid:
-lost_grid.py). The simulator replays a trace in *buckets*: the trace's own intervals when they are
-at least one tick long (requests spread evenly within each), else ticks that add several intervals up.
+lost_grid.py); rows of a stretch at a coarser step (an export whose step changed partway) are split into rows of
+the interval, so that each is replayed over its own step (trace_checks.py's `spread_coarse_rows`), and times
+with a float's noise in their last digits are read rounded to the millisecond. The simulator replays a trace in
+*buckets*: the trace's own intervals when they are at least one tick long (requests spread evenly within each),
+else ticks that add several intervals up.
 
 The generator draws the shapes the shipped defaults are tuned on (docs/design.md): Zipf popularity (a few hot
 models, a long tail), a daily cycle, bursts on random models (a cold model turning hot is exactly the skew
