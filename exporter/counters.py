@@ -7,24 +7,25 @@ across the last `load_window_s`.
 Counters are followed **per series** (name and labels), the way Prometheus's `rate()` does, not as one sum.
 ModelMesh never drops a series while it runs, so a reading is of a new container (a restart) when a series went
 down, or when its labelled series are all gone and it has published no instance record (a new JVM that has served
-nothing yet). A missing series is no news, even every series at once (with per-model metrics on every series is
-labelled, and a body cut down to the instance gauges has none left): it adds nothing, and its last count stays its
-baseline. Every series' last count stays its baseline across a restart too: back lower, a series is a new
-container's (counted in full; after a restart, not a second one), back higher, it adds the difference; a series
-never seen counts in full. So no request is counted twice, whatever series a body lacks and whenever a restart is
-told: a new container's series may count in full before its first series below the old counts tells the restart,
-and are not counted again then. The cost is the other way: a new container's requests on a series that came back
-above the old count are counted only beyond it. Forgetting the old counts instead (at a restart, or reading a body
-without counter series as one) counted the whole history again as new load, and comparing sums would read any
-missing series as a restart. A body without an unlabelled series the last one had is refused instead (ModelMesh
-serves those from its start, at 0 in a new container): it is cut or garbled, and read as a restart it would count
-the whole history again too. Where such a body came first (the exporter's first read), the read that brings the
-unlabelled series is a new baseline: its series were missing before, not new since. (With per-model metrics on
-there is no unlabelled series: a first read without counter series leaves nothing to count from, and the next read
-counts what ModelMesh served before the exporter started.) A body whose counts rose faster than the signals'
-ceilings allow (`exporter.counter_ceilings`) is refused too, the last good values kept, and is the baseline the
-next readings count on from (`exporter.counter_jumps`): a count that jumped once and stays costs one read, not
-every read after it.
+nothing yet). Then everything the reading holds is the new container's, counted in full, and the old container's
+counts are forgotten: a series that shows up later is the new container's and counts in full too, not beyond the
+old count (a crash-looping ModelMesh, each JVM serving fewer requests than the first, was otherwise counted as
+serving nothing). Outside a restart a series missing from one body adds nothing and keeps its last count, so it
+does not count twice when it comes back; a new series counts in full. A body that carries the instance record but
+no counter series at all (with per-model metrics on every series is labelled, and a body cut down to the instance
+gauges has none left) is no news: it adds nothing (a point of the rate window at the last totals), and the next
+read is compared with the one before it, counting on from the last counts (read as a restart, the next good read
+counted ModelMesh's whole history again). A cut body without the instance record is the same as a new JVM that has
+not published it yet, and is read as a restart: the next read counts what the container holds in full. Comparing
+sums instead would read any missing series as a restart. A body without an unlabelled series the last one had is
+refused instead (ModelMesh serves those from its start, at 0 in a new container): it is cut or garbled, and read as
+a restart it would count the whole history again too. Where such a body came first (the exporter's first read), the
+read that brings the unlabelled series is a new baseline: its series were missing before, not new since. (With
+per-model metrics on there is no unlabelled series: a first read without counter series leaves nothing to count
+from, and the next read counts what ModelMesh served before the exporter started.) A body whose counts rose faster
+than the signals' ceilings allow (`exporter.counter_ceilings`) is refused too, the last good values kept, and is
+the baseline the next readings count on from (`exporter.counter_jumps`): a count that jumped once and stays costs
+one read, not every read after it.
 
 Logs go to the ModelMesh collector's logger (`exporter.collectors.modelmesh`), the one operators filter on.
 """
@@ -108,9 +109,6 @@ class CounterWindow:
         """When each series was last read."""
         self._current: set[Series] = set()
         """The series of the last reading."""
-        self._earlier: set[Series] = set()
-        """The series whose last count is from before the last restart, not read since: one back lower is the new
-        container's, counted in full and no second restart; one back higher adds the difference."""
         self._jumps = CounterJumps()
         self._refused_at: float | None = None
         """When the last reading refused for its counts' rise was read, until the next reading is accepted: the
@@ -134,7 +132,7 @@ class CounterWindow:
         what the next readings count on from (`exporter.counter_jumps`), not what is served.
 
         Returns the labels of the request-count series that rose since the last reading: a series of a model
-        served since then (a new container's below its old count, or above it; a new series with a count). None
+        served since then (all of a new container's with a count, at a restart; a new series in full). None
         at the first reading, which has nothing to compare with (`exporter.model_recency` decides what that
         means)."""
         self.news = None
@@ -150,9 +148,11 @@ class CounterWindow:
                 "served nothing, so no read is taken until it moves (the last good values stay)"))
         series = unjumped.counts
         self._check_unlabelled_kept(series)
-        down = None if previous is None else self._went_down(series)
-        unpublished = None if previous is None or down else self._unpublished(series, reading.has_instance_record)
-        restart = down or unpublished
+        # Cut down to the instance gauges (per-model metrics on), or a container with no request yet: no news, and
+        # no reading of which series are left (`_current`): the one after it is compared with the one before
+        cut = previous is not None and not series and reading.has_instance_record
+        restart = None if previous is None or cut else (
+            self._went_down(series) or self._unpublished(series, reading.has_instance_record))
         if previous is not None and not restart:
             self._check_requests_kept(series)
         # ModelMesh serves its unlabelled histograms from its start: appearing now, they were missing from the
@@ -166,13 +166,10 @@ class CounterWindow:
         if previous is not None:
             risen = set()
             increases: dict[Series, float] = {}
-            before: Mapping[Series, float] = {} if rebase else self._counts
+            # A new series, or any series of a new container: all of it happened since the last reading.
+            before: Mapping[Series, float] = {} if restart or rebase else self._counts
             for key, value in () if rebase else series.items():
-                # A new series, or one below its last count: a new container's (the restart this reading
-                # tells, or one told before), all of it since the last reading. Outside a restart no count is
-                # below its last, but for one whose last is from before an earlier restart (`_earlier`).
-                was = before.get(key, 0.0)
-                increase = increases[key] = value - was if value >= was else value
+                increase = increases[key] = value - before.get(key, 0.0)
                 values[key[0]] += increase
                 if increase > 0 and key[0] == REQUESTS:
                     risen.add(key[1])
@@ -182,23 +179,21 @@ class CounterWindow:
             absurd = implausible_step([totals.values for totals in history], values, at - history[-1].at,
                                       increases, body)
             if absurd is not None:
-                self._jumps.refused(body, series, {key: series[key] - rise for key, rise in increases.items()}, at)
+                self._jumps.refused(body, series, before, at)
                 self._refused_at = at
                 raise ScrapeFailure(names.REASON_PARSE, absurd)
         self._jumps.accepted(unjumped)
         if restart:
-            # Every count of the old container is a baseline from before the restart: a series back lower is the
-            # new container's, counted in full, not a second reset; one back higher adds the difference, as the
-            # new container's series may already have been counted (a restart is told only by the first of its
-            # series below the old count, or by its missing instance record; until then its new series counted
-            # in full). Forgotten instead, a series missing from this reading counted again when it came back.
+            # Every series of the old container is gone with it: one that shows up later is the new container's,
+            # counted in full. Kept as a baseline, a new JVM's series counted only beyond the old count: a
+            # crash-looping ModelMesh whose JVMs each serve less than the first read as serving nothing.
             self._jumps.forget(self._counts)
-            self._earlier = set(self._counts)
-        if self._earlier:
-            self._earlier.difference_update(series)
+            self._counts.clear()
+            self._seen_at.clear()
         self._counts.update(series)
         self._seen_at.update(dict.fromkeys(series, at))
-        self._current = set(series)
+        if not cut:
+            self._current = set(series)
         gap = previous is not None and at - previous.at > self.window_s + self.late_s
         if rebase:
             self._history.clear()
@@ -244,7 +239,6 @@ class CounterWindow:
             for key in stale:
                 del self._counts[key]
                 del self._seen_at[key]
-                self._earlier.discard(key)
             self._jumps.forget(stale)
         return None if risen is None else frozenset(risen)
 
@@ -285,14 +279,10 @@ class CounterWindow:
 
     def _went_down(self, series: Mapping[tuple[str, Labels], float]) -> str | None:
         """Why this reading is of a new container, as its counts prove, or None. ModelMesh never drops a series
-        in its life, so a counter that went down is a restart (the old counts stay baselines: `_earlier`).
-        Series missing are not, however many: a body may lack them. With per-model metrics on, every series is
-        labelled, and a body cut down to the instance gauges has none of the last reading's; read as a new
-        container, the old counts were forgotten and the next good read counted ModelMesh's whole history again
-        as new load. A series whose last count is from before the last restart (`_earlier`) going down is that
-        restart's, not another."""
-        counts, earlier = self._counts, self._earlier
-        down = sum(1 for key, value in series.items() if value < counts.get(key, value) and key not in earlier)
+        in its life, so a counter that went down is a restart. Series missing are not, however many: a body may
+        lack them (one without any counter series but with the instance record never gets here: no news)."""
+        counts = self._counts
+        down = sum(1 for key, value in series.items() if value < counts.get(key, value))  # new: not down
         return f"{down} of its counter series went down" if down else None
 
     def _unpublished(self, series: Mapping[tuple[str, Labels], float], instance_record: bool) -> str | None:
@@ -301,13 +291,14 @@ class CounterWindow:
         gauges read 0 until it first publishes one. That is how a new container looks by default (per-model
         metrics off, and a model server that does not limit model concurrency, so ModelMesh never times its
         queue): its unlabelled histograms are at 0 as the old one's were, none went down, and without this its
-        first reading was taken for the old container's: a rate of the old counts over the window. The rate
-        window starts again there, but the old counts stay baselines (`_earlier`): a body cut down to the instance
-        gauges of a new container that served before publishing its record looks the same, and with the counts
-        forgotten the next good read counted them again."""
+        first reading was taken for the old container's: a rate of the old counts over the window, and the new
+        requests counted only beyond the old counts. A body cut down to the instance gauges of a container that
+        has not published its record yet looks the same, and is read as a restart too: nothing tells them apart."""
         if instance_record:
             return None
-        labelled = [key for key in self._current if key[1]]
+        # Of every series remembered, not only the last reading's: one that lacked them (a body missing the only
+        # code served, with per-model metrics off) left none to miss, and the new JVM went untold
+        labelled = [key for key in self._counts if key[1]]
         if labelled and not any(key in series for key in labelled):
             return (f"none of its {len(labelled)} labelled counter series is left, and it has published no "
                     "instance record yet")

@@ -243,6 +243,51 @@ async def test_a_body_without_counter_series_is_no_restart_with_per_model_metric
     assert restart_lines(caplog) == []
 
 
+@pytest.mark.parametrize("per_model", [False, True], ids=["per-model-off", "per-model-on"])
+async def test_every_request_of_a_crash_looping_modelmesh_is_counted(
+    pod_factory: PodFactory, caplog: pytest.LogCaptureFixture, per_model: bool,
+) -> None:
+    """A crash-looping `mm` container: each new JVM is read before it publishes its instance record (no request
+    series, capacity 0: a restart), then serves 5 requests and is read with them. Each JVM's requests are its own
+    and count in full. Kept as baselines instead, the old container's counts hid the new one's series until they
+    rose above them: of 8 JVMs serving 5 each, `requests_total` rose by 5 and the rate read 0."""
+    pod = await pod_factory(per_model=per_model, queue_timed=False)
+    pod.container.serve(1_000.0)  # a long-lived first container: far above what each new JVM serves
+    for _ in range(6):
+        before = await pod.step(0.0)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        for _ in range(8):
+            pod.container.restart()
+            await pod.step(0.0)
+            pod.container.publish(models=1, lru_time_s=pod.clock.now)
+            pod.container.serve(5.0)
+            rate = (await pod.step(0.0)).get(names.REQUESTS_PER_SECOND)
+            after = await pod.step(0.0)
+            assert rate == 1.0  # the 5 requests over the 5 s since the new JVM's first read
+    assert after[names.REQUESTS_TOTAL] == before[names.REQUESTS_TOTAL] + 8 * 5.0
+    assert len(restart_lines(caplog)) == 8, restart_lines(caplog)
+
+
+async def test_a_series_back_above_its_old_count_after_a_restart_counts_in_full(
+    pod_factory: PodFactory, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A restart told by a series that went down (the OK requests, 1000 in the old container, 50 in the new): the
+    new container's series that came back above their old count (4 UNAVAILABLE before, 20 now) are its own too,
+    counted in full. Counted beyond the old count instead, the old container's 4 were taken from the new one's."""
+    pod = await pod_factory()
+    pod.container.serve(1_000.0)
+    pod.container.serve(4.0, code="UNAVAILABLE")
+    for _ in range(6):
+        before = await pod.step(0.0)
+    pod.container.restart()
+    pod.container.serve(50.0)
+    pod.container.serve(20.0, code="UNAVAILABLE")
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        after = await pod.step(0.0)
+    assert after[names.REQUESTS_TOTAL] == before[names.REQUESTS_TOTAL] + 70.0
+    assert len(restart_lines(caplog)) == 1, restart_lines(caplog)
+
+
 REQUESTS_UNSEEN_LOG = "but none of its request series"
 
 
