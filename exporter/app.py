@@ -32,7 +32,6 @@ from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
 from exporter.collectors.pod import PodInfoCollector
 from exporter.listen import KEEPALIVE_TIMEOUT_S, bind_listeners
-from exporter.own_pod_url import check_url
 from exporter.settings import ExporterSettings
 from exporter.stop_signals import StopSignals
 from exporter.stopping import stop_tasks
@@ -70,8 +69,6 @@ def build_app(settings: ExporterSettings) -> web.Application:
         load_window_s=settings.load_window_s,
         model_recency_horizon_s=settings.model_recency_horizon_s,
         ca_file=settings.modelmesh_ca_file,
-        url_check=None if settings.modelmesh_url_unchecked is None else functools.partial(
-            check_url, settings.modelmesh_url),
     )
     registry.register(modelmesh)
     loops: list[Loop] = [functools.partial(modelmesh.run, settings.modelmesh_interval_s)]

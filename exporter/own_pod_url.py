@@ -6,13 +6,19 @@ several (the `modelmesh-serving` Service's `prometheus` port, 2112 over every ru
 a different pod at each read, and a read of a pod with lower counts looks like a ModelMesh restart that adds that
 pod's whole lifetime count as load: thousands of requests a read from idle pods, said only as an INFO line.
 
-So the URL's host must resolve to addresses of this pod only: loopback, or one bound to one of its interfaces (the
-pod's IP from the downward API; a proxy of the user's in another container of the pod). That is told without
-asking anything but the kernel: a socket bound to (address, 0) fails with EADDRNOTAVAIL where the address is not
-one of this network namespace's (EAFNOSUPPORT where its family is not there at all). A Service's ClusterIP is
-never bound in a pod's namespace (kube-proxy rewrites connections to it on the node). A pod on the node's network
-(hostNetwork) shares the node's addresses, and under kube-proxy's IPVS mode the node binds every ClusterIP: there a
-Service's address passes.
+So the URL's host must be an address of this pod, given as an IP literal (loopback, or one bound to one of its
+interfaces: the pod's IP from the downward API; a proxy of the user's in another container of the pod), or exactly
+`localhost`. A name is refused, whatever it resolves to at start: modelmesh-serving's default `modelmesh-serving`
+Service is headless, its name resolving to the Ready runtime pods' IPs, so with only this pod Ready it resolves to
+this pod, and with none (this pod not Ready yet when its exporter starts) to nothing; both passed a check of what
+it resolved to, and once the HPA added pods the reads spread over them. A check at start of what never changes
+after it is deterministic; one at each read would ask the DNS every read and still race the pods turning Ready.
+
+Whether an address is this pod's is told without asking anything but the kernel: a socket bound to (address, 0)
+fails with EADDRNOTAVAIL where the address is not one of this network namespace's (EAFNOSUPPORT where its family is
+not there at all). A Service's ClusterIP is never bound in a pod's namespace (kube-proxy rewrites connections to it
+on the node). A pod on the node's network (hostNetwork) shares the node's addresses, and under kube-proxy's IPVS
+mode the node binds every ClusterIP: there a Service's address passes.
 """
 
 from __future__ import annotations
@@ -21,23 +27,19 @@ import errno
 import ipaddress
 import socket
 import urllib.parse
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, Final
 
 from exporter.settings import ExporterSettings, setting
 
-Resolved = Sequence[tuple[socket.AddressFamily, tuple[Any, ...]]]
-"""What a host resolves to: each address's family and socket address (`socket.getaddrinfo`'s)."""
-Resolve = Callable[[str], Resolved]
-"""Resolves a host; raises `socket.gaierror` (or `UnicodeError` for a name no resolver takes) where it does not."""
-
 _NOT_OURS: Final = frozenset({errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT})
 DEFAULT_URL: Final = ExporterSettings().modelmesh_url
+LOCALHOST: Final = "localhost"
+"""The one name taken: every resolver gives it loopback (RFC 6761), never another pod."""
 
 
-def system_resolve(host: str) -> Resolved:
-    """The host's addresses as the system resolves them (the pod's DNS)."""
+def system_resolve(host: str) -> Sequence[tuple[socket.AddressFamily, tuple[Any, ...]]]:
+    """The host's addresses as the system resolves them: each address's family and socket address."""
     return [(info[0], info[4]) for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)]
 
 
@@ -57,40 +59,34 @@ def is_own_address(family: socket.AddressFamily, sockaddr: tuple[Any, ...]) -> b
     return True
 
 
-@dataclass(frozen=True, slots=True)
-class UrlHost:
-    """What `--modelmesh-url`'s host is: `problem` says why the URL is refused; `unresolved` why it could not be
-    told yet (the name does not resolve: the pod's DNS may not be up yet); neither: it is this pod's."""
-
-    host: str
-    problem: str | None = None
-    unresolved: str | None = None
-
-
-def check_url(url: str, resolve: Resolve = system_resolve) -> UrlHost:
-    """Whether `url`'s host is this pod's (`UrlHost`)."""
+def check_url(url: str) -> str | None:
+    """Why `url` is refused (its host is a name, or an address not this pod's), or None: it is this pod's."""
     host = urllib.parse.unquote(urllib.parse.urlsplit(url).hostname or "")  # an IPv6 zone: [fe80::1%25eth0]
+    if host == LOCALHOST:
+        return None
     try:
-        resolved = resolve(host)
-    except (OSError, UnicodeError) as error:
-        return UrlHost(host, unresolved=f"{host} does not resolve ({error})")
-    addresses = list(dict.fromkeys(str(sockaddr[0]) for _, sockaddr in resolved))
-    foreign = list(dict.fromkeys(str(sockaddr[0]) for family, sockaddr in resolved
-                                 if not is_own_address(family, sockaddr)))
-    if not addresses:
-        return UrlHost(host, unresolved=f"{host} resolves to no address")
-    if not foreign:
-        return UrlHost(host)
-    return UrlHost(host, problem=not_this_pod(host, addresses, foreign))
+        address = ipaddress.ip_address(host.partition("%")[0])
+    except ValueError:
+        return a_name(host)
+    [(family, sockaddr)] = system_resolve(host)  # an IP literal: itself, without asking the DNS
+    return None if is_own_address(family, sockaddr) else not_this_pod(str(address))
 
 
-def not_this_pod(host: str, addresses: Sequence[str], foreign: Sequence[str]) -> str:
-    """Why a URL whose host resolves to `foreign` addresses (not this pod's) is refused, and what to give instead."""
-    named = f"host {host}" if list(addresses) == [host] else f"host {host} ({', '.join(addresses)})"
-    are = "is not an address" if len(foreign) == 1 else "are not addresses"
-    return (f"{setting('--modelmesh-url')} names {named}, and {', '.join(foreign)} {are} of this pod: the "
+def a_name(host: str) -> str:
+    """Why a URL whose host is a name (other than `localhost`) is refused, and what to give instead."""
+    return (f"{setting('--modelmesh-url')} names host {host}, a name: a name, such as the modelmesh-serving "
+            "Service's (headless by default: the Ready runtime pods' IPs), may resolve to other pods, now or once "
+            "the HPA adds some, and each read of another pod looks like a ModelMesh restart that counts that pod's "
+            f"whole history as load. Give 127.0.0.1 (the default {DEFAULT_URL}: the mm container shares the "
+            "pod's network), localhost, or the pod's IP (from the downward API: status.podIP in an env POD_IP, "
+            "then https://$(POD_IP):2112/metrics)")
+
+
+def not_this_pod(host: str) -> str:
+    """Why a URL whose host is an address not this pod's is refused, and what to give instead."""
+    return (f"{setting('--modelmesh-url')} names host {host}, and {host} is not an address of this pod: the "
             "exporter is a sidecar and must read its own pod's ModelMesh. A Service (modelmesh-serving's "
             "prometheus port 2112) spreads the reads over every runtime pod, and each read of another pod looks "
-            "like a ModelMesh restart that counts that pod's whole history as load. Use the default "
-            f"{DEFAULT_URL} (the mm container shares the pod's network), or another address of this pod (loopback, "
-            "or one of its own interfaces)")
+            f"like a ModelMesh restart that counts that pod's whole history as load. Use the default {DEFAULT_URL} "
+            "(the mm container shares the pod's network), localhost, or another address of this pod (loopback, "
+            "or one of its own interfaces: the pod's IP, $(POD_IP) from the downward API)")

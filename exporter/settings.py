@@ -53,10 +53,6 @@ class ExporterSettings:
     modelmesh_url: str = "https://127.0.0.1:2112/metrics"
     """ModelMesh serves its metrics on :2112 over https by default, and the `mm` container shares our
     network namespace, so 127.0.0.1."""
-    modelmesh_url_unchecked: str | None = None
-    """Why `modelmesh_url`'s host could not be told this pod's at start (its name did not resolve: the pod's DNS
-    not up yet): the ModelMesh collector tells it at its first read that finds it resolving
-    (`exporter.own_pod_url`). Set at start-up, never by a flag."""
     modelmesh_insecure: bool = False
     """Skip certificate verification: never by default, ModelMesh's self-signed certificate needs a CA file."""
     modelmesh_ca_file: Path | None = None
@@ -198,9 +194,9 @@ _OPTIONS: Final = (
             f"{_D.listen_host}:{_D.listen_port}", "HOST:PORT"),
     _Option("--modelmesh-url", metrics_url,
             "this pod's ModelMesh container's metrics URL; ModelMesh serves https by default. Its host must be an "
-            "address of this pod (loopback, or one of its interfaces), else the exporter does not start: a "
-            "Service (modelmesh-serving's port 2112) spreads the reads over every runtime pod, and each read of "
-            "another pod would count that pod's whole history as load", _D.modelmesh_url, "URL"),
+            "address of this pod (loopback, or one of its interfaces), as an IP or localhost, else the exporter "
+            "does not start: a Service (modelmesh-serving's port 2112) spreads the reads over every runtime pod, "
+            "and each read of another pod would count that pod's whole history as load", _D.modelmesh_url, "URL"),
     _Option("--modelmesh-insecure", boolean, "do not verify ModelMesh's https certificate: needed for "
             "ModelMesh's own metrics port, which serves a self-signed certificate it makes anew at every start "
             "(the request stays inside the pod)", "off", switch=True, to_setting=bool),

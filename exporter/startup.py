@@ -96,22 +96,16 @@ def _stopped_while_starting(signum: int, frame: object) -> None:
 
 
 def own_modelmesh(settings: ExporterSettings) -> ExporterSettings:
-    """The settings, where `--modelmesh-url`'s host is this pod's (`exporter.own_pod_url`); a host that resolves to
-    another's stops the start (status 2), the line saying why and what to give. A name that does not resolve yet
-    (the pod's DNS not up) is no reason to stop: the ModelMesh collector tells it at its first read that finds it
-    resolving (`modelmesh_url_unchecked`)."""
+    """The settings, where `--modelmesh-url`'s host is this pod's (`exporter.own_pod_url`): an IP literal of this
+    pod or `localhost`. Another host, a name included, stops the start (status 2), the line saying why and what
+    to give."""
     from exporter.own_pod_url import check_url
-    from exporter.settings import setting
 
-    checked = check_url(settings.modelmesh_url)
-    if checked.problem is not None:
-        log.error("cannot start: %s", checked.problem)
+    problem = check_url(settings.modelmesh_url)
+    if problem is not None:
+        log.error("cannot start: %s", problem)
         sys.exit(2)
-    if checked.unresolved is None:
-        return settings
-    log.warning("cannot tell yet whether %s is this pod's: %s (the pod's DNS not up yet?); ModelMesh is not read "
-                "from it until it resolves to an address of this pod", setting("--modelmesh-url"), checked.unresolved)
-    return dataclasses.replace(settings, modelmesh_url_unchecked=checked.unresolved)
+    return settings
 
 
 def pod_named(identity: PodIdentity) -> str:

@@ -37,7 +37,6 @@ from exporter.modelmesh_text import (
     ScrapeFailure,
     parse_modelmesh,
 )
-from exporter.own_pod_url import UrlHost
 from exporter.settings import setting
 
 log = logging.getLogger(__name__)
@@ -127,17 +126,11 @@ class ModelMeshCollector(Collector):
         max_body_bytes: int = MAX_BODY_BYTES,
         model_recency_horizon_s: float = 3600.0,
         ca_file: Path | None = None,
-        url_check: Callable[[], UrlHost] | None = None,
     ) -> None:
         """`model_recency_horizon_s`: how long a model stays published after this pod last served it (0: the
         per-model series is off). `ca_file`: the CA bundle `ssl_context` trusts, if one was given (named in
-        the log when a certificate does not verify). `url_check`: whether `url`'s host is this pod's
-        (`exporter.own_pod_url`), where that could not be told at start (its name did not resolve yet): asked
-        before each read until the name resolves."""
+        the log when a certificate does not verify)."""
         self._ca_file = ca_file
-        self._url_check = url_check
-        self._url_refused: str | None = None
-        """Why `url` is not read (its host is not this pod's), once `url_check` said so."""
         self._health = health
         self._max_body_bytes = max_body_bytes
         self._url = url
@@ -162,17 +155,6 @@ class ModelMeshCollector(Collector):
     async def scrape_once(self, session: aiohttp.ClientSession) -> bool:
         """One scrape; on failure the previous values stay and the failure is counted by reason."""
         started = time.perf_counter()
-        if self._url_check is not None:
-            checked = await asyncio.to_thread(self._url_check)
-            if checked.unresolved is None:
-                self._url_check, self._url_refused = None, checked.problem
-        if self._url_refused is not None:
-            # Another pod's ModelMesh (through a Service) would be taken for restarts of this one, each counting
-            # its whole history as load: not read at all, said once as the error it is.
-            self._health.failed(names.COLLECTOR_MODELMESH, names.REASON_CONNECT, self._url_refused,
-                                served="nothing read from it; the last good values, if any, stay", level=logging.ERROR)
-            self._health.observe_duration(names.COLLECTOR_MODELMESH, time.perf_counter() - started)
-            return False
         try:
             text, at, content_type = await self._fetch(session)
             try:

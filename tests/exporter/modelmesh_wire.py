@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.server
-import socket
 import ssl
 import threading
 import urllib.parse
@@ -42,15 +41,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
-import aiohttp
 from aiohttp import web
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import ThreadedResolver
 from yarl import URL
 
 from autoscaler.demo.fake_modelmesh import NO_LRU_SECONDS
 from exporter import names
-from exporter.own_pod_url import Resolved, system_resolve
 from tests.support.ports import free_port
 
 MS_TIME_BUCKETS: Final = (0.5, 1, 2, 5, 10, 20, 50, 75, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 60000,
@@ -250,50 +245,6 @@ class MetricsPort:
     @property
     def url(self) -> str:
         return f"{'https' if self._ssl else 'http'}://127.0.0.1:{self.port}/metrics"
-
-
-SERVICE_HOST: Final = "modelmesh-serving.modelmesh-serving.svc"
-"""The `modelmesh-serving` Service's DNS name: a `--modelmesh-url` host that reaches every runtime pod."""
-CLUSTER_IP: Final = "198.51.100.12"
-"""The Service's ClusterIP as the cluster's DNS gives it (TEST-NET-2: never an address of the test machine, as a
-ClusterIP is never one of a pod's)."""
-
-
-class ClusterDns(AbstractResolver):
-    """The cluster's DNS for the Service's name (the system's for any other), which answers once `up`: to the
-    exporter's check, the Service's ClusterIP (`addresses`); to its client session, as kube-proxy routes a
-    connection to the ClusterIP, a runtime pod's port, here 127.0.0.1 where the `MetricsPort`s listen."""
-
-    def __init__(self) -> None:
-        self.up = False
-        self.addresses: list[str] = [CLUSTER_IP]
-        self._system: ThreadedResolver | None = None  # made on the event loop, at the first other name
-
-    def check_resolve(self, host: str) -> Resolved:
-        """The resolver `exporter.own_pod_url.check_url` takes."""
-        if host != SERVICE_HOST:
-            return system_resolve(host)
-        if not self.up:
-            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-        return [(socket.AF_INET, (address, 0)) for address in self.addresses]
-
-    async def resolve(self, host: str, port: int = 0,
-                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
-        if host != SERVICE_HOST:
-            self._system = self._system or ThreadedResolver()
-            return await self._system.resolve(host, port, family)
-        if not self.up:
-            raise OSError(socket.EAI_NONAME, f"{host}: Name or service not known")
-        return [ResolveResult(hostname=host, host="127.0.0.1", port=port, family=socket.AF_INET, proto=0,
-                              flags=socket.AI_NUMERICHOST)]
-
-    async def close(self) -> None:
-        if self._system is not None:
-            await self._system.close()
-
-    def session(self) -> aiohttp.ClientSession:
-        """A client session that resolves through this DNS: the exporter's session in the cluster."""
-        return aiohttp.ClientSession(connector=aiohttp.TCPConnector(resolver=self))
 
 
 @contextlib.contextmanager
