@@ -107,9 +107,9 @@ class PodWatch:
         self.error: str | None = None
         """What the watch last failed with, while it fails (for /debug)."""
         self._spell = FailingSpell(failing=True)
+        """What the log said: `established` once it works (from the start), `broken` once a failing spell."""
         self._worked = False
         """Whether the watch ever worked: its failures say `BROKEN` then, `NOT_YET` before."""
-        """What the log said: `established` once it works (from the start), `broken` once a failing spell."""
         self._client = client
         self._on_change = on_change
         self._on_runtime_pods = on_runtime_pods
