@@ -270,6 +270,24 @@ async def test_watches_ended_cleanly_after_their_first_events_again_and_again_ar
     assert 4 <= watches <= 10, watches
 
 
+async def test_a_break_after_many_clean_ends_is_the_first_of_its_spell(kube: FakeKubeApi, api: ApiClient) -> None:
+    """Clean ends count for none of the throttle: a proxy that ended every stream for a while, then one stream cut,
+    waits `backoff(1)` as any first break does. Counted with the short-lived watches, that cut waited `backoff(6)`
+    or more (17 s at the defaults, where it reopens in half a second)."""
+    failures, backoff = recorded(lambda n: 0.05)
+    kube.cut_watches = True
+    async with chattering_pod(kube, NS, LABELS), running(pod_watch(api, Copy(), backoff=backoff)):
+        await asyncio.sleep(3.0)
+        ended = sum(1 for r in kube.requests if r.query.get("watch"))
+        kube.cut_watches = False
+        await kube.wait_for_watches(1, "pods")
+        kube.end_watches(abort=True)
+        await eventually(lambda: bool(failures))
+
+    assert ended > SHORT_LIVED_IN_A_ROW + 1, ended
+    assert failures == [1], failures
+
+
 async def test_a_restart_storm_that_refuses_each_reopen_is_over_as_soon_as_before_the_throttle(
     kube: FakeKubeApi, api: ApiClient
 ) -> None:
