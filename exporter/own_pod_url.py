@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import ipaddress
+import re
 import socket
 import urllib.parse
 from collections.abc import Sequence
@@ -34,6 +35,8 @@ from exporter.settings import ExporterSettings, setting
 
 _NOT_OURS: Final = frozenset({errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT})
 DEFAULT_URL: Final = ExporterSettings().modelmesh_url
+_VARIABLE: Final = re.compile(r"\$\([A-Za-z_][A-Za-z0-9_]*\)")
+"""A `$(VAR)` of the container's env, as Kubernetes leaves it where VAR is not defined before it."""
 LOCALHOST: Final = "localhost"
 """The one name taken: every resolver gives it loopback (RFC 6761), never another pod."""
 
@@ -61,15 +64,21 @@ def is_own_address(family: socket.AddressFamily, sockaddr: tuple[Any, ...]) -> b
 
 def check_url(url: str) -> str | None:
     """Why `url` is refused (its host is a name, or an address not this pod's), or None: it is this pod's."""
-    host = urllib.parse.unquote(urllib.parse.urlsplit(url).hostname or "")  # an IPv6 zone: [fe80::1%25eth0]
+    parts = urllib.parse.urlsplit(url)
+    host = urllib.parse.unquote(parts.hostname or "")  # an IPv6 zone: [fe80::1%25eth0]
     if host == LOCALHOST:
         return None
+    if (variable := _VARIABLE.search(parts.netloc)) is not None:  # hostname is lowercased: say it as written
+        return unexpanded(variable.group())
     try:
         address = ipaddress.ip_address(host.partition("%")[0])
     except ValueError:
         return a_name(host)
-    [(family, sockaddr)] = system_resolve(host)  # an IP literal: itself, without asking the DNS
-    return None if is_own_address(family, sockaddr) else not_this_pod(str(address))
+    try:
+        [(family, sockaddr)] = system_resolve(host)  # an IP literal: itself, without asking the DNS
+    except OSError:  # a zone (interface) not here: `[fe80::1%25nosuch0]`
+        return not_this_pod(host)
+    return None if is_own_address(family, sockaddr) else not_this_pod(host if "%" in host else str(address))
 
 
 def a_name(host: str) -> str:
@@ -80,6 +89,13 @@ def a_name(host: str) -> str:
             f"whole history as load. Give 127.0.0.1 (the default {DEFAULT_URL}: the mm container shares the "
             "pod's network), localhost, or the pod's IP (from the downward API: status.podIP in an env POD_IP, "
             "then https://$(POD_IP):2112/metrics)")
+
+
+def unexpanded(variable: str) -> str:
+    """Why a URL with a `$(VAR)` Kubernetes left as written is refused: the variable was not defined before it."""
+    return (f"{setting('--modelmesh-url')} names host {variable}, a variable not expanded: Kubernetes expands "
+            "$(VAR) only where VAR is defined before it in the container's env list: put POD_IP (valueFrom "
+            f"fieldRef status.podIP) before EXPORTER_MODELMESH_URL, or give the default {DEFAULT_URL}")
 
 
 def not_this_pod(host: str) -> str:

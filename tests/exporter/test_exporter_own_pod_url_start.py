@@ -111,3 +111,23 @@ def test_an_address_is_this_pods_where_the_kernel_binds_it(address: str, own: bo
         address = own_interface_address()
     [(family, sockaddr)] = system_resolve(address)
     assert is_own_address(family, sockaddr) is own
+
+
+def test_a_pod_ip_variable_kubernetes_left_unexpanded_is_named_as_such() -> None:
+    """`$(POD_IP)` is expanded only where POD_IP is defined earlier in the container's env list; left as written,
+    it was refused as "names host $(pod_ip), a name" with the advice to give `$(POD_IP)`: what was given."""
+    result = start_on_busy_port("--modelmesh-url", "https://$(POD_IP):2112/metrics")
+    assert result.returncode == 2, result.stderr
+    [line] = lines(result)
+    assert "$(POD_IP)" in line and "not expanded" in line and "before" in line, line
+
+
+def test_an_ipv6_zone_this_pod_lacks_stops_the_start_with_one_line() -> None:
+    """A link-local address with a zone (interface) that is not here: the resolver's error ended the start with a
+    traceback and status 1."""
+    result = start_on_busy_port("--modelmesh-url", "https://[fe80::1%25nosuch0]:2112/metrics")
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    [line] = lines(result)
+    assert "names host fe80::1%nosuch0" in line and "not an address of this pod" in line, line
+
