@@ -243,6 +243,32 @@ async def test_a_body_without_counter_series_is_no_restart_with_per_model_metric
     assert restart_lines(caplog) == []
 
 
+async def test_a_body_without_request_series_after_one_cut_to_the_instance_gauges_is_refused(
+    pod_factory: PodFactory, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A body cut down to the instance gauges (per-model metrics on) is no news, and no reading of which series are
+    left either: the body after it is checked against the one before. Where that one lost every request series
+    while the queue histogram goes on (a relabelling proxy, a renamed histogram), it is refused as it would be
+    without the cut between. Checked against the cut body's series (none), it was taken: a fresh good read of 0
+    requests since, the request rate falling with nothing in the log, a busy pod read as idling."""
+    pod = await pod_factory(per_model=True)
+    for _ in range(6):
+        before = await pod.step()
+    pod.port.garble = instance_gauges_only
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        cut = await pod.step()
+        pod.port.garble = request_histogram_renamed
+        assert pod_series(await pod.step()) == pod_series(cut)  # refused: the values after the cut stay
+        pod.port.garble = None
+        after = [await pod.step() for _ in range(2)]
+    assert after[-1][names.REQUESTS_TOTAL] == before[names.REQUESTS_TOTAL] + 4 * 200.0
+    assert after[-1][names.REQUESTS_PER_SECOND] == 40.0
+    assert restart_lines(caplog) == []
+    failed = [r.getMessage() for r in caplog.records if "modelmesh collector failed (parse)" in r.getMessage()]
+    assert len(failed) == 1, failed
+    assert "lacks every" in failed[0]
+
+
 @pytest.mark.parametrize("per_model", [False, True], ids=["per-model-off", "per-model-on"])
 async def test_every_request_of_a_crash_looping_modelmesh_is_counted(
     pod_factory: PodFactory, caplog: pytest.LogCaptureFixture, per_model: bool,
