@@ -13,7 +13,9 @@ wake-ups all run on it.
   does so too): it is no failure, and nothing waits while the watch is said open. Only one that ends within
   `SHORT_WATCH_S` having carried nothing (a proxy that cuts streams, an API server shutting down: the reflector's
   "very short watch") is not reopened before `SHORT_WATCH_S` after it opened, so such a server gets one watch a
-  second from each loop, not one per round trip; `health` reads it closed meanwhile.
+  second from each loop, not one per round trip; `health` reads it closed meanwhile. From the second in a row since
+  a watch last worked, each is also a failure told (`on_failure`, `health` as `no_answer`; `_very_short`), as the
+  reflector warns of each: a proxy ending every stream at once was otherwise closed nearly all the time, unsaid.
 - Any other failure: wait `backoff(n)` (the n-th failure in a row), never less than the server's `Retry-After` (a
   429 from API Priority and Fairness: client-go's REST client waits that long too), and resume the watch from the
   last version seen, or list when there was none yet. The count starts again once a watch worked: it had been
@@ -100,6 +102,11 @@ any spell: counted on from k, a storm of five cuts each followed by two 503s wai
 waited 3.8 s before there was a throttle (4 s now)."""
 
 
+VERY_SHORT: Final = ("streams end as soon as they open (a proxy or load balancer closing idle or new streams?): "
+                     f"each ended within {SHORT_WATCH_S:g} s with nothing in it")
+"""What a very short watch's failure says (`ListWatch._very_short`)."""
+
+
 def _nothing() -> None:
     return None
 
@@ -162,6 +169,8 @@ class ListWatch:
         """Watches in a row that worked yet broke within `STAYED_OPEN_S` (`SHORT_LIVED_IN_A_ROW`)."""
         self._throttle = 0
         """The `backoff` n the failure that broke the last of those watches waits at least (0: none)."""
+        self._very_short_ends = 0
+        """Very short watches (`SHORT_WATCH_S`) since a watch last worked: from the second on, each is a failure."""
 
     async def run(self) -> None:
         """List then watch until cancelled: resume after a clean end, list again after 410, back off on errors."""
@@ -186,10 +195,14 @@ class ListWatch:
                 opened = time.monotonic()
                 version, worked = await self._watch(version)
                 expiries = 0
-                if not worked and (pause := opened + SHORT_WATCH_S - time.monotonic()) > 0:
-                    self._log.debug("%s: the watch ended at once with nothing in it; reopening in %.1f s",
-                                    self._name, pause)
-                    await self._sleep(pause)
+                if not worked:
+                    self._very_short_ends += 1
+                    if self._very_short_ends > 1:
+                        self._very_short()
+                    if (pause := opened + SHORT_WATCH_S - time.monotonic()) > 0:
+                        self._log.debug("%s: the watch ended at once with nothing in it; reopening in %.1f s",
+                                        self._name, pause)
+                        await self._sleep(pause)
             except WatchExpiredError as error:
                 self._failed(error)
                 self._log.info("%s expired (%s); listing again", self._name, error)
@@ -209,6 +222,19 @@ class ListWatch:
                 throttle, self._throttle = self._throttle, 0
                 await self._sleep(self._guard.wait(max(failures, throttle), retry_after))
 
+    def _very_short(self) -> None:
+        """A watch ended cleanly within `SHORT_WATCH_S` with nothing in it, the second or more in a row since one
+        worked: client-go's reflector's "very short watch", which it logs at warning. (One alone is no news: an API
+        server shutting down, or a test's, ends the streams it serves once, and the next watch works.) Said to the
+        owner (`on_failure`, once a spell in its log) and counted
+        (`health`, as `no_answer`: no status, as a dropped stream) as a failure: behind a proxy that ends every
+        stream at once, the watch was closed nearly all the time while its failures read 0 and nothing was logged
+        above DEBUG. Its pace stays the reflector's (reopened `SHORT_WATCH_S` after it opened), and it is not the
+        next failure in a row of `backoff`: a clean end counts for none of it."""
+        error = KubeApiError(f"watch {self.resource} in {scope_name(self.scope)}: {VERY_SHORT}")
+        self._failed(error)
+        self._guard.tell_failure(error, self._failures + 1)
+
     def _works(self) -> None:
         """The loop works: a list handed over, or a watch that worked (`_healthy`). Neither starts the count of
         failures in a row again here: a watch refused (a Role with list but not watch) right after its list is the
@@ -223,6 +249,8 @@ class ListWatch:
         `SHORT_LIVED_IN_A_ROW` its break waits at least `backoff(k + 1)`, k counting them past the limit, and the
         failures after it (the reopen refused) wait as any failures in a row do, not counted on from there: a restart
         storm's refusals do not pile onto the throttle. A clean end counts for neither: it is reopened at once."""
+        if worked:
+            self._very_short_ends = 0
         if open_s >= STAYED_OPEN_S:
             self._failures = self._short_lived = 0
         elif worked:

@@ -45,7 +45,8 @@ class FailureReason(StrEnum):
     SERVER_ERROR = "server_error"
     """5xx: the API server (or what is in front of it) failing; often a control-plane upgrade."""
     NO_ANSWER = "no_answer"
-    """No status: connection refused, a timeout, TLS, or a stream dropped mid-watch."""
+    """No status: connection refused, a timeout, TLS, or a stream dropped mid-watch; or very short watches (ended
+    within a second with nothing in it, from the second in a row on: a proxy closing streams, `list_watch`)."""
     EXPIRED = "expired"
     """410: the resourceVersion is no longer retained, so the loop lists again; now and then is normal (the
     watch cache moved on), many a minute is a loop."""
