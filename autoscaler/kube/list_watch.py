@@ -160,6 +160,10 @@ class ListWatch:
         self.listing = True
         """Whether the next (or failing) request is a list, not a watch: a refused list leaves the owner with no
         copy at all, a refused watch only with a stale one."""
+        self.told_of_list = False
+        """True while `on_works` is told of a list handed over, not of a watch that worked: an owner whose line says
+        the watch is open (the pod watch's `established`) waits for the watch (a Role with list but not watch on
+        pods lets every list work and refuses every watch)."""
         self._name = name
         self._sleep = sleep
         self._health = health
@@ -191,7 +195,11 @@ class ListWatch:
                 if version is None:
                     version = await self._list(consistent)
                     self.listing = False
-                    self._works()
+                    self.told_of_list = True
+                    try:
+                        self._works()
+                    finally:
+                        self.told_of_list = False
                 opened = time.monotonic()
                 version, worked = await self._watch(version)
                 expiries = 0

@@ -25,6 +25,7 @@ from typing import Any, Final
 import aiohttp
 from kubernetes.aio.client import ApiClient
 
+from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.failing_spell import FailingSpell
 from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.paths import PODS, collection_endpoint
@@ -108,8 +109,9 @@ class PodWatch:
         """What the watch last failed with, while it fails (for /debug)."""
         self._spell = FailingSpell(failing=True)
         """What the log said: `established` once it works (from the start), `broken` once a failing spell."""
-        self._worked = False
-        """Whether the watch ever worked: its failures say `BROKEN` then, `NOT_YET` before."""
+        self._listed = False
+        """Whether a list was ever handed over, so that there is an inventory to keep: failures say `BROKEN` then
+        (a Role with list but not watch too), `NOT_YET` before."""
         self._client = client
         self._on_change = on_change
         self._on_runtime_pods = on_runtime_pods
@@ -144,21 +146,23 @@ class PodWatch:
     def _synced(self) -> None:
         self.ok = True
         self.error = None
-        self._answered()
+        self._first_attempt.set()  # the other watches' `established` waits for this one's, or its failure
         if self._lost_at is not None:
             self._catching_up_until = time.time() + CATCH_UP_S
 
     def _works(self) -> None:
         """Say `established` when the watch works (`ListWatch`'s rule), not at each open: one that breaks at once
-        is still broken."""
-        self._worked = True
+        is still broken, nor at a list (a Role without `watch` lets the list work and refuses every watch: it said
+        `established` and at once `broken ... 403` of a watch that never opened)."""
+        if self._loop.told_of_list:
+            return
         if self._spell.works():
             watch_news().say(ESTABLISHED, self.scope)
 
     def _failed(self, error: Exception, failures: int) -> None:
         scope = scope_name(self.scope)
         if self._spell.failed(error):
-            watch_news().say(BROKEN if self._worked else NOT_YET, self.scope, error)
+            watch_news().say(BROKEN if self._listed else NOT_YET, self.scope, self._hinted(error))
         else:
             log.debug("Kubernetes discovery: pod watch of %s still failing (%d in a row): %s", scope, failures, error)
         self.ok = False
@@ -166,6 +170,16 @@ class PodWatch:
         self._answered()
         if self._lost_at is None:
             self._lost_at = time.time()
+
+    def _hinted(self, error: Exception) -> Exception:
+        """`error`, a 403 of a list or watch after a list worked with the verb the Role lacks named (`NOT_YET` says
+        its own hint): a Role with list but not watch on pods broke each watch with a 403 whose line asked for
+        nothing."""
+        if not self._listed or not isinstance(error, KubeApiError) or error.status != 403:
+            return error
+        verb = "list" if self._loop.listing else "watch"
+        return KubeApiError(f"{error} (grant the adapter {verb} on pods there, manifests/base)", error.status,
+                            error.reason, error.retry_after_s)
 
     def _lost_touch_at(self, now: float) -> float | None:
         """When the watch lost touch, while what reaches it may be the catch-up of that outage; else None (the
@@ -175,13 +189,14 @@ class PodWatch:
         return self._lost_at
 
     def _answered(self) -> None:
-        """The first list worked or failed: neither the start nor the other watches' `established` line wait
-        for this one any longer."""
+        """The watch failed: neither the start nor the other watches' `established` line wait for this one any
+        longer (one that works says `established`, which waits no more either; a list alone is not its answer)."""
         self._first_attempt.set()
         watch_news().answered(ESTABLISHED, self.scope)
 
     def _replace(self, items: list[JSON]) -> None:
         """A fresh list: the pods are exactly these."""
+        self._listed = True
         pods: dict[PodName, PodRecord] = {}
         costs: dict[PodName, str] = {}
         now = time.time()

@@ -9,6 +9,7 @@ the watch fails since the start, its runtimes not served until it works, and wha
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 
@@ -46,4 +47,31 @@ async def test_a_pod_watch_refused_from_its_start_warns_naming_the_namespace_and
                                   "start, no inventory of it yet: its runtimes are not served until it works"), lines
     assert "keeping last inventory" not in lines[0][1] and "list and watch on pods" in lines[0][1], lines
     assert "403" in lines[0][1] and "list pods in namespace modelmesh-serving" in lines[0][1], lines
+    assert lines[1][1] == "Kubernetes discovery: pod watch of namespace modelmesh-serving established", lines
+
+
+async def test_a_pod_watch_whose_list_works_but_watch_is_refused_never_says_established_and_names_watch(
+    kube: FakeKubeApi, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A Role with `list` but not `watch` on pods: the list is taken, every watch is refused with 403. The log said
+    `established` (the list worked) and at once `broken ...: watch pods ... 403`, and its hint, where it had one,
+    asked for list and watch. The watch never opened: it says the inventory listed is kept and that `watch` is what
+    the Role lacks, and `established` once a watch works."""
+    caplog.set_level(logging.INFO, logger="autoscaler.sources.kube_pods")
+    kube.forbid("watch", "pods")
+    subject = discovery(kube)
+    await subject.start()
+    try:
+        await eventually(lambda: len(watch_lines(caplog)) >= 1)
+        await asyncio.sleep(1.5)  # nothing else said while it is refused
+        kube.clear_faults()
+        await eventually(lambda: watch_lines(caplog)[-1][0] == "INFO" and len(watch_lines(caplog)) > 1, timeout=10)
+    finally:
+        await subject.close()
+    lines = watch_lines(caplog)
+    assert [level for level, _ in lines] == ["WARNING", "INFO"], lines
+    assert lines[0][1].startswith("Kubernetes discovery: pod watch of namespace modelmesh-serving broken, keeping last "
+                                  "inventory"), lines
+    assert "watch pods in namespace modelmesh-serving: 403" in lines[0][1], lines
+    assert "grant the adapter watch on pods there" in lines[0][1], lines
     assert lines[1][1] == "Kubernetes discovery: pod watch of namespace modelmesh-serving established", lines
