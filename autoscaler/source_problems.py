@@ -26,6 +26,18 @@ DISCOVERY_DETAIL: Final = ("pod discovery is out of date (the Kubernetes API unr
                            "recovers: the adapter's log has its error ('Kubernetes discovery: ...')")
 
 
+PODS_UNKNOWN: Final = "the pods of {scope} are unknown: "
+"""How a pod watch's error (`DiscoveryErrors`) starts while no list of it ever worked: there is no inventory to be
+out of date and no value to hold, so `DiscoveryOutage` says it as it is, not as `pod discovery is out of date (...);
+values cannot fall until it recovers`."""
+
+
+def pods_unknown(detail: str) -> bool:
+    """Whether a discovery error says a namespace's pods are unknown (`PODS_UNKNOWN`)."""
+    head, _, tail = PODS_UNKNOWN.partition("{scope}")
+    return detail.startswith(head) and tail in detail
+
+
 @dataclass(frozen=True, slots=True)
 class SourceProblem:
     """A read that fails right now, as /debug shows it for the runtimes it affects."""
@@ -98,7 +110,11 @@ class DiscoveryOutage:
         since = self._since.get(namespace)
         if since is None:
             return ()
-        mine = "; ".join(error for where, error in self._errors if where is None or where == namespace)
-        detail = (f"pod discovery is out of date ({mine}); values cannot fall until it recovers" if mine else
-                  DISCOVERY_DETAIL)
+        errors = [error for where, error in self._errors if where is None or where == namespace]
+        mine = "; ".join(errors)
+        if errors and all(pods_unknown(error) for error in errors):
+            detail = mine  # nothing listed yet: nothing is out of date, no value held
+        else:
+            detail = (f"pod discovery is out of date ({mine}); values cannot fall until it recovers" if mine else
+                      DISCOVERY_DETAIL)
         return (SourceProblem(REASON_DISCOVERY, detail, since),)

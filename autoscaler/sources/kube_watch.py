@@ -32,6 +32,7 @@ from autoscaler.kube.paths import PODS, collection_endpoint
 from autoscaler.kube.raw import JSON, Scope, scope_name
 from autoscaler.kube.watch_health import LoopHealth, Watched, WatchHealth
 from autoscaler.kube.watch_news import ScopeLine, flushed_when_stopped, watch_news
+from autoscaler.source_problems import PODS_UNKNOWN
 from autoscaler.sources.kube_objects import (
     MODELMESH_NAME_LABEL,
     PodRecord,
@@ -166,7 +167,7 @@ class PodWatch:
         else:
             log.debug("Kubernetes discovery: pod watch of %s still failing (%d in a row): %s", scope, failures, error)
         self.ok = False
-        self.error = f"pod watch of {scope} failing: {error}"
+        self.error = f"pod watch of {scope} failing: {error}" if self._listed else _pods_unknown(scope, error)
         self._answered()
         if self._lost_at is None:
             self._lost_at = time.time()
@@ -269,6 +270,15 @@ class PodWatch:
     def _runtime_pods(self, runtime: RuntimeName, present: bool) -> None:
         if self._on_runtime_pods is not None:
             self._on_runtime_pods(runtime[0], runtime[1], present)
+
+
+def _pods_unknown(scope: str, error: Exception) -> str:
+    """/debug's words for a pod watch whose list never worked (`PODS_UNKNOWN`): its pods are unknown, and why."""
+    status = error.status if isinstance(error, KubeApiError) else None
+    why = "is refused" if status in (401, 403) else "fails"
+    hint = " (grant the adapter list and watch on pods there, manifests/base)" if status == 403 else ""
+    return (f"{PODS_UNKNOWN.format(scope=scope)}its pod list {why} ({error}){hint}; its runtimes are not served "
+            "until it works")
 
 
 def _live_runtime(pod: PodRecord | None) -> RuntimeName | None:

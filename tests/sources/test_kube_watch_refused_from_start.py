@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from autoscaler.source_problems import DiscoveryOutage
 from tests.fakes.kube import FakeKubeApi
 from tests.sources.test_kube_pods import discovery
 from tests.sources.test_kube_watch_flapping import watch_lines
@@ -75,3 +76,24 @@ async def test_a_pod_watch_whose_list_works_but_watch_is_refused_never_says_esta
     assert "watch pods in namespace modelmesh-serving: 403" in lines[0][1], lines
     assert "grant the adapter watch on pods there" in lines[0][1], lines
     assert lines[1][1] == "Kubernetes discovery: pod watch of namespace modelmesh-serving established", lines
+
+
+async def test_debug_of_a_namespace_whose_pod_list_is_refused_from_the_start_says_its_pods_are_unknown(
+    kube: FakeKubeApi,
+) -> None:
+    """/debug of a runtime there showed `pod discovery is out of date (...403...); values cannot fall until it
+    recovers`: there is no inventory to be out of date and no value to hold; its pods are unknown, the list refused."""
+    kube.forbid("list", "pods")
+    subject = discovery(kube)
+    await subject.start()
+    try:
+        await eventually(lambda: bool(subject.problems))
+        outage = DiscoveryOutage()
+        outage.note(subject.healthy_for, ["modelmesh-serving"], 0.0, subject.problems)
+        [problem] = outage.problems("modelmesh-serving")
+    finally:
+        await subject.close()
+    assert problem.detail.startswith("the pods of namespace modelmesh-serving are unknown: its pod list is refused "
+                                     "(list pods in namespace modelmesh-serving: 403"), problem.detail
+    assert "out of date" not in problem.detail and "values cannot fall" not in problem.detail, problem.detail
+    assert "grant the adapter list and watch on pods there" in problem.detail, problem.detail
