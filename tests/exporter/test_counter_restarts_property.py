@@ -95,18 +95,26 @@ def requests_total(collector: ModelMeshCollector) -> float | None:
     return None
 
 
+def started(per_model: bool, queue_timed: bool, before: int,
+            ) -> tuple[SteppedClock, ModelMeshContainer, ModelMeshCollector]:
+    """A published ModelMesh that served `before` requests before the exporter started (not its to count), and the
+    collector that reads it on the stepped clock."""
+    clock = SteppedClock(START)
+    container = ModelMeshContainer(clock, per_model=per_model, queue_timed=queue_timed)
+    container.publish(models=len(MODELS), lru_time_s=START - 100.0)
+    container.serve(float(before), model=MODELS[0])
+    collector = ModelMeshCollector(CollectorHealth(clock=clock), "http://127.0.0.1:2112/metrics", clock=clock,
+                                   wall_clock=clock)
+    return clock, container, collector
+
+
 @settings(max_examples=300, deadline=None)
 @given(per_model=st.booleans(), queue_timed=st.booleans(), before=st.integers(0, 100_000),
        steps=st.lists(STEP, min_size=1, max_size=30))
 def test_requests_total_never_goes_down_and_counts_no_request_twice_while_restarts_are_told_at_once(
     per_model: bool, queue_timed: bool, before: int, steps: list[Step],
 ) -> None:
-    clock = SteppedClock(START)
-    container = ModelMeshContainer(clock, per_model=per_model, queue_timed=queue_timed)
-    container.publish(models=len(MODELS), lru_time_s=START - 100.0)
-    container.serve(float(before), model=MODELS[0])  # before the exporter started: not its to count
-    collector = ModelMeshCollector(CollectorHealth(clock=clock), "http://127.0.0.1:2112/metrics", clock=clock,
-                                   wall_clock=clock)
+    clock, container, collector = started(per_model, queue_timed, before)
     served = 0.0  # since the exporter's first good read
     published: float | None = None
     unread = False  # a new container the exporter has taken no read of yet (a refused read is none)
@@ -187,12 +195,7 @@ JVM = st.builds(Jvm, requests=st.integers(0, 40), code=st.integers(0, len(CODES)
 def test_a_crash_loop_loses_no_request_it_read(
     per_model: bool, queue_timed: bool, before: int, jvms: list[Jvm],
 ) -> None:
-    clock = SteppedClock(START)
-    container = ModelMeshContainer(clock, per_model=per_model, queue_timed=queue_timed)
-    container.publish(models=len(MODELS), lru_time_s=START - 100.0)
-    container.serve(float(before), model=MODELS[0])  # before the exporter started: not its to count
-    collector = ModelMeshCollector(CollectorHealth(clock=clock), "http://127.0.0.1:2112/metrics", clock=clock,
-                                   wall_clock=clock)
+    clock, container, collector = started(per_model, queue_timed, before)
 
     def read(body: str = "whole", model: str = MODELS[0], code: str = CODES[0]) -> None:
         clock.advance(INTERVAL_S)
