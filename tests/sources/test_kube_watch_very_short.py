@@ -52,7 +52,8 @@ async def test_streams_that_end_as_soon_as_they_open_are_said_once_counted_and_t
         await eventually(lambda: len(watch_lines(caplog)) == 1)  # established
         kube.cut_watches = True
         kube.end_watches()
-        await asyncio.sleep(3.5)  # three or four watches, each ended as it opened
+        # a watch a second, each ended as it opened; waited for rather than slept on: a loaded CI machine is slower
+        await eventually(lambda: watch_failures(metrics).get("no_answer", 0) >= 2, timeout=15)
         during = watch_failures(metrics)
         kube.cut_watches = False
         with contextlib.suppress(TimeoutError):  # the lines below say what was missing
@@ -83,7 +84,8 @@ async def test_hpa_streams_that_end_as_soon_as_they_open_are_said_and_counted_be
         await kube.wait_for_watches(1, "horizontalpodautoscalers")
         kube.cut_watches = True
         kube.end_watches()
-        await asyncio.sleep(3.5)
+        await eventually(lambda: watch_failures(metrics, "hpas").get("no_answer", 0) >= 2, timeout=15)
+        await asyncio.sleep(1.5)  # and one more, said no more
         failures = watch_failures(metrics, "hpas")
     finally:
         await subject.close()
