@@ -331,9 +331,8 @@ class ListWatch:
                 if self._short_lived < SHORT_LIVED_IN_A_ROW:  # else only once it stayed open
                     tell()
 
-        def stayed_open() -> None:
+        def stayed_open() -> None:  # the counts start again as it ends (`_watch_ended`)
             healthy()
-            self._failures = self._short_lived = 0
             tell()
 
         loop = asyncio.get_running_loop()
@@ -349,7 +348,7 @@ class ListWatch:
                     raise KubeApiError(f"{what}: stream broken: {describe(error)}") from error
                 if not line:
                     broken = False
-                    return version, worked
+                    break
                 if line.strip():
                     version = self._apply(line, what) or version
                     healthy()
@@ -366,6 +365,7 @@ class ListWatch:
             elif open_s >= SHORT_WATCH_S:
                 healthy()
             self._watch_ended(worked, open_s, broken=broken)
+        return version, worked  # as the end settled it: a watch open past `SHORT_WATCH_S` whose timer was late worked
 
     def _apply(self, line: bytes, what: str) -> str | None:
         """Hand one event to `on_event` (BOOKMARKs only move the version); returns its resourceVersion."""
