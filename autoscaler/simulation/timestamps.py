@@ -29,9 +29,10 @@ def parse_time(text: str) -> float:
     return seconds
 
 
-def zoneless(text: str) -> bool:
+def zoneless(text: str) -> bool | None:
     """Whether `text` is an ISO 8601 date-time without a zone, read as UTC (`local_time` names what that does to
-    local times across a change of summer time); False for seconds, or what is no date-time."""
+    local times across a change of summer time); None for seconds (they say nothing of zones), False for what is
+    no date-time."""
     text = text.strip()
     try:
         float(text)
@@ -40,7 +41,7 @@ def zoneless(text: str) -> bool:
             return _iso(text).tzinfo is None
         except ValueError:
             return False
-    return False
+    return None
 
 
 def _iso(text: str) -> datetime.datetime:

@@ -251,7 +251,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     naive: bool | None = None  # whether the date-times have no zone, judged by the first (seconds: None)
     for line, row in numbered:
         if len(row) != width:
-            if not any(field.strip() for field in row):  # a blank line, or a spreadsheet's ",," under the rows
+            if _blank(row):
                 continue
             raise TraceError(f"{name}: line {line}: expected {width} fields, as in the header, got {len(row)}")
         try:  # the usual row without a call per field (a third of the reading time); others go the long way
@@ -259,11 +259,11 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
             if not (abs(t) < LATEST_S and 0.0 <= r < math.inf):
                 raise ValueError
         except ValueError:
-            if not any(field.strip() for field in row):  # a spreadsheet's ",," rows under the trace, as a blank line
+            if _blank(row):  # of the header's width: a spreadsheet's ",,"
                 continue
             where = f"{name}: line {line}"
             t = timestamp_field(row[at_time], where)
-            if naive is None and not row[at_time].strip().lstrip("+-").replace(".", "", 1).isdigit():
+            if naive is None:
                 naive = zoneless(row[at_time])
             if lost.holds(row[at_requests]):
                 lost.add(line, t, row[at_model])
@@ -295,12 +295,12 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     one_time = bool((valued[0] == valued[0][0]).all())
     if naive and (problem := repeated_hour_problem(valued[0], valued[1], lambda row: int(valued[3][row]))):
         raise TraceError(f"{name}: {problem}")
+    stated = _stated_by_lost(valued, index, lost, name, spaced) if one_time else None
     try:
-        stated = _stated_by_lost(valued, index, lost, name, spaced) if one_time else None
         trace, ordered_lines = stated or _in_order(valued[0], valued[1], tuple(index), valued[2], name, valued[3],
                                                    spaced)
-    except TraceError:
-        stated = (_stated_by_lost(valued, index, lost, name, spaced)
+    except TraceError:  # (with one timestamp, the lost rows' reading was tried above: None)
+        stated = ((None if one_time else _stated_by_lost(valued, index, lost, name, spaced))
                   or _refined_by_lost(valued, index, lost, name, spaced))
         if stated is None:
             raise
@@ -319,6 +319,12 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     notes += counter_notes(trace)
     trace = spread_coarse_rows(trace, stretches)
     return replace(trace, notes=trace.notes + tuple(notes)) if notes else trace
+
+
+def _blank(row: list[str]) -> bool:
+    """A row of nothing: a blank line, or a spreadsheet's ",," under the trace; skipped as no row. Asked only of a
+    row that does not read (the usual row makes no call per field)."""
+    return not any(field.strip() for field in row)
 
 
 def _stated_by_lost(valued: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], index: dict[str, int],
