@@ -10,6 +10,7 @@ waits for ModelMesh's copies and loads, not for pods.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -70,9 +71,14 @@ class Verdict:
                 Part("avoidable_cold_loads", self.cold, COLD, self.cold_met))
 
     def word(self) -> str:
-        """"met", or the parts missed, as the report's goal column says them (`report.goal_word`)."""
-        missed = [LABELS[part.key] for part in self.parts() if not part.met]
-        return "met" if not missed else "missed: " + ", ".join(missed)
+        """"met", or the parts missed, as the report's goal column says them (`goal_word`)."""
+        return goal_word(part.key for part in self.parts() if not part.met)
+
+
+def goal_word(missed: Iterable[str]) -> str:
+    """A goal column's word: "met", or the parts `missed` (keys of LABELS) named."""
+    named = [LABELS[key] for key in missed]
+    return "met" if not named else "missed: " + ", ".join(named)
 
 
 def judge(result: Outcome, base: Outcome, unavoidable_cold: int) -> Verdict:

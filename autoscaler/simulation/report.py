@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Any, Final
 
 from autoscaler.simulation.engine import Oracle, PolicyResult
 from autoscaler.simulation.figures import figure, hours_column, hours_text, ratio_figure, ratio_text
-from autoscaler.simulation.goal import COLD, DELAYED, LABELS, POD_HOURS, QUIET_RATIO, QUIET_SLACK, judge
+from autoscaler.simulation.goal import (
+    COLD,
+    DELAYED,
+    LABELS,
+    POD_HOURS,
+    QUIET_RATIO,
+    QUIET_SLACK,
+    goal_word,
+    judge,
+)
 from autoscaler.simulation.goal_ceiling import FIELD, goal_ceiling_note, goal_ceiling_text
 from autoscaler.simulation.policies import MEAN_TARGET_PERCENT
 from autoscaler.simulation.run_size import BUSY
@@ -178,7 +187,7 @@ def table(report: Mapping[str, Any]) -> str:
         rows.append(f"| {name} | {pod_hours} | {times:.2f} | {p['delayed_requests']} | "
                     f"{p['delayed_ratio']:.4f} | {p['cold_loads']} ({p['avoidable_cold_loads']}) | "
                     f"{p['migrated_loads']} | {p['overloaded_seconds']:g} | {p['scale_events']} | {versus} | "
-                    f"{'—' if goal is None else goal_word(goal)} |")
+                    f"{'—' if goal is None else goal_column(goal)} |")
     return "\n".join(rows)
 
 
@@ -187,10 +196,9 @@ FAILED_BASELINE: Final = 0.01
 runtime that did not serve its load."""
 
 
-def goal_word(goal: Mapping[str, Any]) -> str:
-    """The table's goal column: "met", or which parts missed."""
-    missed = [LABELS[key] for key, part in goal["parts"].items() if not part["met"]]
-    return "met" if not missed else "missed: " + ", ".join(missed)
+def goal_column(goal: Mapping[str, Any]) -> str:
+    """The table's goal column of report.json's `goal`: "met", or which parts missed (`goal.goal_word`)."""
+    return goal_word(key for key, part in goal["parts"].items() if not part["met"])
 
 
 def goal_text(report: Mapping[str, Any]) -> str | None:
