@@ -40,7 +40,7 @@ def serve(argv: list[str] | None) -> None:
 
     for signum in (signal.SIGTERM, signal.SIGHUP):  # until serving takes them over (`exporter.app.run`)
         signal.signal(signum, _stopped_while_starting)
-    settings = own_modelmesh(settings)
+    refuse_another_pods_modelmesh(settings.modelmesh_url)
     tls = (
         "plain HTTP" if not settings.modelmesh_url.startswith("https")
         else "without verifying its certificate" if settings.modelmesh_insecure
@@ -95,17 +95,15 @@ def _stopped_while_starting(signum: int, frame: object) -> None:
     os._exit(0)
 
 
-def own_modelmesh(settings: ExporterSettings) -> ExporterSettings:
-    """The settings, where `--modelmesh-url`'s host is this pod's (`exporter.own_pod_url`): an IP literal of this
-    pod or `localhost`. Another host, a name included, stops the start (status 2), the line saying why and what
-    to give."""
+def refuse_another_pods_modelmesh(url: str) -> None:
+    """Stop the start (status 2) where `--modelmesh-url`'s host is not this pod's (`exporter.own_pod_url`: an IP
+    literal of this pod or `localhost`; a name included), the line saying why and what to give."""
     from exporter.own_pod_url import check_url
 
-    problem = check_url(settings.modelmesh_url)
+    problem = check_url(url)
     if problem is not None:
         log.error("cannot start: %s", problem)
         sys.exit(2)
-    return settings
 
 
 def pod_named(identity: PodIdentity) -> str:

@@ -75,8 +75,7 @@ class CollectorHealth(Collector):
         state.success = True
         state.last_success = self._clock() if as_of is None else as_of
 
-    def failed(self, collector: str, reason: str, detail: str, *, served: str = "keeping last good values",
-               level: int = logging.WARNING) -> None:
+    def failed(self, collector: str, reason: str, detail: str, *, served: str = "keeping last good values") -> None:
         """Count a failure; log it when the outage starts or its reason changes, with what is `served`
         meanwhile (the ModelMesh collector keeps its last values; the GPU collector serves only the GPUs that
         answered), and when what it says changes, at most once every `RELOG_AFTER_S`: a GPU lost while MIG
@@ -86,7 +85,7 @@ class CollectorHealth(Collector):
         An outage that starts again for the same reason within `RELOG_AFTER_S` of the last line is counted,
         not logged (nor its recovery): a ModelMesh failing every other read logged two lines a flap, some
         17,000 a day a pod. The next line says how many there were; one that lasts is logged after the minute
-        (`OutageLog`). `level`: ERROR for a failure that only a change of settings ends."""
+        (`OutageLog`)."""
         state = self._state(collector)
         state.success = False
         state.errors[reason] += 1
@@ -95,7 +94,7 @@ class CollectorHealth(Collector):
         if outage.failed(reason, now) or (outage.logged and (reason != outage.logged_reason or (
                 not outage.recent(now) and detail != state.logged_detail))):
             more = outage.line_written(reason, now)
-            log.log(level, "%s collector failed (%s): %s; %s%s", collector, reason, detail, served, more)
+            log.warning("%s collector failed (%s): %s; %s%s", collector, reason, detail, served, more)
             state.logged_detail = detail
 
     def observe_duration(self, collector: str, seconds: float) -> None:
