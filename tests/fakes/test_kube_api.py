@@ -508,6 +508,22 @@ async def test_injected_failures_are_status_objects_with_retry_after(kube: FakeK
     assert [r.status for r in kube.requests] == [429, 500, 200]
 
 
+async def test_a_shutting_down_servers_503_carries_retry_after_and_other_503s_none(kube: FakeKubeApi) -> None:
+    """kube-apiserver shutting down answers every new request `503 ServiceUnavailable "apiserver is shutting down"`
+    with `Retry-After: 1` (its wait-group and watch-termination filters); an aggregated API's 503 has none."""
+    kube.fail(r"/pods$", status=503, times=1, message="apiserver is shutting down", retry_after=1)
+    kube.fail(r"/pods$", status=503, times=1)
+
+    shutting_down = await raw(kube, "GET", f"/api/v1/namespaces/{NS}/pods")
+    other = await raw(kube, "GET", f"/api/v1/namespaces/{NS}/pods")
+
+    status, body, headers = shutting_down
+    assert (status, body["reason"], body["message"], headers["Retry-After"]) == (
+        503, "ServiceUnavailable", "apiserver is shutting down", "1")
+    assert "details" not in body
+    assert other[0] == 503 and "Retry-After" not in other[2]
+
+
 async def test_a_delay_makes_a_tight_client_timeout_fire(kube: FakeKubeApi, api: client.ApiClient) -> None:
     kube.delay(r"/pods$", 1.0, times=1)
 

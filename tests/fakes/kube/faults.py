@@ -71,7 +71,7 @@ class Fault:
     times: int | None
     method: str | None
     message: str | None
-    retry_after: int
+    retry_after: int | None
     hits: int = 0
 
     def applies(self, method: str, path: str) -> bool:
@@ -227,12 +227,15 @@ class FaultInjection:
         times: int | None = 1,
         method: str | None = None,
         message: str | None = None,
-        retry_after: int = 1,
+        retry_after: int | None = None,
     ) -> Fault:
         """Answer the next `times` matching requests (None: until `clear_faults()`) with a Status of `status`.
 
-        `path_regex` is searched in the path (no query). 429 answers carry `Retry-After: retry_after` and
-        `details.retryAfterSeconds`, as the server's max-in-flight filter writes them.
+        `path_regex` is searched in the path (no query). 429 answers carry `Retry-After: retry_after` (1 unless
+        given) and `details.retryAfterSeconds`, as the server's max-in-flight filter writes them. A 503 carries
+        `Retry-After` only where `retry_after` is given: the answer of an API server shutting down to every new
+        request (`fail(..., 503, message="apiserver is shutting down", retry_after=1)`, as its wait-group and
+        watch-termination filters write it); other 503s carry none.
         """
         fault = Fault(re.compile(path_regex), status, times, method.upper() if method else None, message, retry_after)
         self.faults.append(fault)
@@ -350,14 +353,16 @@ class FaultInjection:
 def _fault_error(fault: Fault) -> ApiError:
     message = fault.message or _DEFAULT_MESSAGES.get(fault.status, f"injected failure ({fault.status})")
     if fault.status == 429:
+        retry_after = 1 if fault.retry_after is None else fault.retry_after
         return ApiError(
             429,
             message,
             "TooManyRequests",
-            {"retryAfterSeconds": fault.retry_after},
-            {"Retry-After": str(fault.retry_after)},
+            {"retryAfterSeconds": retry_after},
+            {"Retry-After": str(retry_after)},
         )
     details: JSON | None = None
     if fault.status == 500:
         details = {"causes": [{"message": "injected failure"}]}
-    return ApiError(fault.status, message, REASONS.get(fault.status, "Unknown"), details)
+    headers = {"Retry-After": str(fault.retry_after)} if fault.status == 503 and fault.retry_after is not None else None
+    return ApiError(fault.status, message, REASONS.get(fault.status, "Unknown"), details, headers)
