@@ -39,7 +39,8 @@ Kept as the real server does it (checked against kubernetes/apiserver sources):
 - Errors are `Status` objects (`kind: Status, apiVersion: v1, metadata: {}, status: Failure, message, reason,
   code, details`) with the real reasons and messages: NotFound, AlreadyExists, Conflict ("the object has been
   modified; ..."), Invalid (422, "X is invalid: field: Invalid value: ...: detail"), Expired (410),
-  UnsupportedMediaType (415), TooManyRequests (429 with `Retry-After` and `details.retryAfterSeconds`).
+  UnsupportedMediaType (415), TooManyRequests (429 with `Retry-After` and `details.retryAfterSeconds`),
+  ServiceUnavailable (503, with `Retry-After` only where given: an API server shutting down).
 - One resourceVersion counter for all objects, like etcd's revision. Lists carry it in `metadata`; list items
   carry no `kind`/`apiVersion`; single objects and watch events do. Empty `labels`/`annotations` are omitted.
 - Watches stream JSON lines `{"type": ..., "object": ...}` (HTTP 200, chunked): resourceVersion ""/"0"/absent
