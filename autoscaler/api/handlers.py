@@ -20,6 +20,7 @@ from autoscaler.api.quantity import MAX_SERVABLE, milli_quantity
 from autoscaler.api.selector import (
     CACHED_QUERY_LENGTH,
     SelectorError,
+    SelectorSyntaxError,
     WatchAsked,
     cached_deployment_from_query,
     deployment_from_query,
@@ -246,20 +247,24 @@ def external_metric_answerer(store: SnapshotStore, metrics: AdapterMetrics, stal
 
     def external_metric(request: web.Request, namespace: str, name: str) -> web.Response:
         which = _WHICH.get(name)
-        if which is None:
-            metric = lookup_metric(name)
-            if metric is None:
-                raise ApiError(404, f"external metric {name!r} is not served; available: "
-                                    + ", ".join(m.value for m in ServedMetric))
+        if which is None and (metric := lookup_metric(name)) is not None:
             which = METRIC_INDEX[metric]
+        # The query is read before the name is judged: kube-apiserver decodes the list options (400 where it
+        # cannot, 405 for a watch) before the provider looks for the metric, then at what the selector selects
         query = request.rel_url.raw_query_string
         try:
             deployment = (cached_deployment_from_query(query) if len(query) <= CACHED_QUERY_LENGTH  # inline
                           else deployment_from_query(query))
         except WatchAsked:
             raise ApiError(405, f'watch is not supported on resources of kind "{name}.{API_GROUP}"') from None
-        except (SelectorError, BadListOption) as error:
+        except (SelectorSyntaxError, BadListOption) as error:
             raise ApiError(400, str(error)) from error
+        except SelectorError as error:
+            if which is None:
+                raise _metric_not_served(name) from None
+            raise ApiError(400, str(error)) from error
+        if which is None:
+            raise _metric_not_served(name)
         if stall is not None and stall.suspect:  # the exact test only near or past the limit (`StallWatch`)
             stall.refuse_if_stalled()
         snapshot = store.current
@@ -276,6 +281,12 @@ def external_metric_answerer(store: SnapshotStore, metrics: AdapterMetrics, stal
         return ApiResponse(body=body, status=status, headers=_METRIC_HEADERS)
 
     return external_metric
+
+
+def _metric_not_served(name: str) -> ApiError:
+    """The 404 for a metric name the adapter does not serve, naming those it serves."""
+    return ApiError(404, f"external metric {name!r} is not served; available: "
+                         + ", ".join(m.value for m in ServedMetric))
 
 
 async def api_group_list(request: web.Request) -> web.Response:

@@ -41,11 +41,20 @@ _KEY = r"[A-Za-z0-9./_-]+"
 _EQUALITY = re.compile(rf"{_W}*({_KEY}){_W}*(==|=|!=){_W}*(.*?){_W}*", re.DOTALL)
 _SET = re.compile(rf"{_W}*({_KEY}){_W}+(in|notin){_W}*\(([^()]*)\){_W}*")
 _EXISTS = re.compile(rf"{_W}*(!?){_W}*({_KEY}){_W}*")
+_ORDERED = re.compile(rf"{_W}*({_KEY}){_W}*[<>]{_W}*[+-]?[0-9]+{_W}*")
+"""`key>N` and `key<N` with an integer: `labels.Parse` takes them (no runtime label is a number, so none holds)."""
 _MAX_SELECTOR_LENGTH = 1024
 
 
 class SelectorError(ValueError):
     """The selector does not name exactly one runtime."""
+
+
+class SelectorSyntaxError(SelectorError):
+    """The selector is one kube-apiserver could not parse either (`labels.Parse`, a value no label can hold, an
+    operator it does not know): it refuses it while decoding the list options, before the field selector and
+    before the metric's name is looked at. Refusals of what a parsed selector selects (an unknown label, no or
+    several runtimes) are the provider's, after every option was decoded (`deployment_from_query`)."""
 
 
 Requirement = tuple[str, str, frozenset[str]]
@@ -92,18 +101,36 @@ def deployment_from_selector(selector: str | None) -> str:
     selector every sync, and the answer depends on nothing else (refusals raise, so they are not cached)."""
     if selector is None or not selector.strip(BLANKS):
         raise SelectorError(f"missing labelSelector; {HELP}")
-    if len(selector) > _MAX_SELECTOR_LENGTH:
-        raise SelectorError(f"labelSelector is longer than {_MAX_SELECTOR_LENGTH} characters; {HELP}")
-    requirements = []
-    for text in _split_requirements(selector):
-        key, operator, values = requirement = _requirement(text)
-        for value in sorted(values):  # the same one named each time a set holds several bad ones
-            if value or operator != "notin":  # `!=` and `notin` an empty value rule nothing out, as apimachinery
-                _check_value(key, value)
+    requirements = parsed_requirements(selector)
+    for key, operator, values in requirements:
+        if "" in values and operator != "notin":  # `!=` and `notin` an empty value rule nothing out
+            raise SelectorError(f"empty value for {key!r} in labelSelector; {HELP}")
         if key not in (SELECTOR_DEPLOYMENT, SELECTOR_SERVINGRUNTIME):
             raise SelectorError(f"unknown label {key!r}{_did_you_mean(key)} in labelSelector; {HELP}")
-        requirements.append(requirement)
     return runtime_selected(selector, requirements)
+
+
+def parsed_requirements(selector: str) -> list[Requirement]:
+    """The requirements of `selector`, or `SelectorSyntaxError` for the first that kube-apiserver could not parse
+    either (or a selector over `_MAX_SELECTOR_LENGTH`): all of them are read before any is judged, as
+    `labels.Parse` reads the whole selector before the provider looks at what it selects."""
+    if len(selector) > _MAX_SELECTOR_LENGTH:
+        raise SelectorSyntaxError(f"labelSelector is longer than {_MAX_SELECTOR_LENGTH} characters; {HELP}")
+    requirements = []
+    for text in _split_requirements(selector):
+        key, _, values = requirement = _requirement(text)
+        for value in sorted(values):  # the same one named each time a set holds several bad ones
+            if value:  # an empty value parses: `deployment=` is the provider's to refuse (`deployment_from_selector`)
+                _check_value(key, value)
+        requirements.append(requirement)
+    return requirements
+
+
+def refuse_unparseable_selector(selector: str | None) -> None:
+    """Raise `SelectorSyntaxError` where kube-apiserver's `labels.Parse` would refuse `selector` (the first
+    `labelSelector` value, decoded; None where there is none); nothing otherwise, whatever it selects."""
+    if selector is not None and selector.strip(BLANKS):
+        parsed_requirements(selector)
 
 
 def _requirement(text: str) -> Requirement:
@@ -118,8 +145,9 @@ def _requirement(text: str) -> Requirement:
         return in_set.group(1), in_set.group(2), frozenset(value.strip(BLANKS) for value in in_set.group(3).split(","))
     if (exists := _EXISTS.fullmatch(text)) is not None:
         return exists.group(2), "!" if exists.group(1) else "exists", frozenset()
-    raise SelectorError(f"unsupported requirement {text!r} in labelSelector (taken: key=value, key==value, "
-                        f"key in (values), and to narrow those key!=value, key notin (values), key, !key); {HELP}")
+    refusal = SelectorError if _ORDERED.fullmatch(text) else SelectorSyntaxError  # `a>1` parses in Go
+    raise refusal(f"unsupported requirement {text!r} in labelSelector (taken: key=value, key==value, "
+                  f"key in (values), and to narrow those key!=value, key notin (values), key, !key); {HELP}")
 
 
 def runtime_selected(selector: str, requirements: list[Requirement]) -> str:
@@ -156,15 +184,13 @@ def runtime_selected(selector: str, requirements: list[Requirement]) -> str:
 
 
 def _check_value(key: str, value: str) -> None:
-    """Refuse a value no label can hold, saying why in kube-apiserver's words (`deployment=-bad-` and a
-    64-character name read only "unsupported requirement"), before the key is looked at."""
-    if not value:
-        raise SelectorError(f"empty value for {key!r} in labelSelector; {HELP}")
+    """Refuse a non-empty value no label can hold, saying why in kube-apiserver's words (`deployment=-bad-` and
+    a 64-character name read only "unsupported requirement"), before the key is looked at."""
     if _VALUE.fullmatch(value) is None:
         problem = (f"must be no more than 63 characters, not {len(value)}" if len(value) > 63 else
                    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
                    "alphanumeric character")
-        raise SelectorError(f"invalid label value {value!r} for {key!r} in labelSelector: {problem}; {HELP}")
+        raise SelectorSyntaxError(f"invalid label value {value!r} for {key!r} in labelSelector: {problem}; {HELP}")
 
 
 def _did_you_mean(key: str) -> str:
@@ -183,11 +209,12 @@ parameters, up to the request line's 8 KiB) is read each time, so that it cannot
 
 def deployment_from_query(raw_query: str) -> str:
     """`deployment_from_selector` of the `labelSelector` in a request's query string as sent (percent-encoded),
-    read as aiohttp reads `request.query`; `list_options.BadListOption` where kube-apiserver could not decode
-    its list options (`limit=abc`, then a `fieldSelector`: `field_selector`), then `WatchAsked` where it asks to
-    watch, whatever its key's escapes (a raw test for `watch` missed `%77atch`). Cached by the whole string, so an
-    HPA's request, the same every sync, parses neither its query nor its selector (a watch raises, so it is not
-    cached)."""
+    read as aiohttp reads `request.query`; `list_options.BadListOption` or `SelectorSyntaxError` where
+    kube-apiserver could not decode its list options (`limit=abc`, then a `labelSelector` it cannot parse, then a
+    `fieldSelector`: `field_selector`), then `WatchAsked` where it asks to watch, whatever its key's escapes (a
+    raw test for `watch` missed `%77atch`), and only then `SelectorError` for what a selector that parses
+    selects. Cached by the whole string, so an HPA's request, the same every sync, parses neither its query nor
+    its selector (a watch raises, so it is not cached)."""
     if len(raw_query) > CACHED_QUERY_LENGTH:
         return _deployment_from_query(raw_query)
     return cached_deployment_from_query(raw_query)
@@ -195,11 +222,15 @@ def deployment_from_query(raw_query: str) -> str:
 
 def _deployment_from_query(raw_query: str) -> str:
     query = URL.build(query_string=raw_query, encoded=True).query
-    refuse_bad_list_options(query)  # apiserver decodes the list options before it looks at `watch`
-    refuse_bad_field_selector(query.get("fieldSelector"))  # after the integers, as its conversion reads them
+    # In the order apiserver's list handler decodes `ListOptions` (url.Values to v1, then v1 to internal), before
+    # it looks at `watch`, and the provider at the metric and at what the selector selects
+    refuse_bad_list_options(query)
+    selector = query.get("labelSelector")
+    refuse_unparseable_selector(selector)
+    refuse_bad_field_selector(query.get("fieldSelector"))
     if asks_to_watch(query):
         raise WatchAsked
-    return deployment_from_selector(query.get("labelSelector"))
+    return deployment_from_selector(selector)
 
 
 cached_deployment_from_query = functools.lru_cache(maxsize=SELECTOR_CACHE_SIZE)(_deployment_from_query)
