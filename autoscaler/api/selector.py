@@ -51,10 +51,11 @@ class SelectorError(ValueError):
 
 
 class SelectorSyntaxError(SelectorError):
-    """The selector is one kube-apiserver could not parse either (`labels.Parse`, a value no label can hold, an
-    operator it does not know): it refuses it while decoding the list options, before the field selector and
-    before the metric's name is looked at. Refusals of what a parsed selector selects (an unknown label, no or
-    several runtimes) are the provider's, after every option was decoded (`deployment_from_query`)."""
+    """The selector is one kube-apiserver could not parse either (`labels.Parse`: a key no label can have, a
+    value no label can hold, an operator it does not know): it refuses it while decoding the list options,
+    before the field selector and before the metric's name is looked at. Refusals of what a parsed selector
+    selects (an unknown label, no or several runtimes) are the provider's, after every option was decoded
+    (`deployment_from_query`)."""
 
 
 Requirement = tuple[str, str, frozenset[str]]
@@ -119,6 +120,7 @@ def parsed_requirements(selector: str) -> list[Requirement]:
     requirements = []
     for text in _split_requirements(selector):
         key, _, values = requirement = _requirement(text)
+        _check_key(key)
         for value in sorted(values):  # the same one named each time a set holds several bad ones
             if value:  # an empty value parses: `deployment=` is the provider's to refuse (`deployment_from_selector`)
                 _check_value(key, value)
@@ -183,9 +185,29 @@ def runtime_selected(selector: str, requirements: list[Requirement]) -> str:
     return chosen.pop()
 
 
+_KEY_NAME = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+"""A label key's name part (after the prefix's `/`), as `_VALUE` but never empty."""
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*")
+"""A label key's prefix (before its `/`): a DNS-1123 subdomain, lower case, up to 253 characters."""
+
+
+def _check_key(key: str) -> None:
+    """Refuse a key no label can have (apimachinery's `IsLabelKey`: `-app`, `a/b/c`, `Example.com/x`, a name of 64
+    characters), as `labels.Parse` does before it reads the operator: a `SelectorSyntaxError`, where a key that
+    could be a label but is not one the adapter reads is the provider's "unknown label"."""
+    prefix, _, name = key.rpartition("/")
+    if ("/" in prefix or _KEY_NAME.fullmatch(name) is None
+            or ("/" in key and (len(prefix) > 253 or _DNS_SUBDOMAIN.fullmatch(prefix) is None))):
+        raise SelectorSyntaxError(
+            f"invalid label key {key!r} in labelSelector: a label key is a name of up to 63 characters, "
+            "alphanumeric at both ends and '-', '_' or '.' inside, with an optional DNS subdomain prefix and '/' "
+            f"(example.com/name); {HELP}")
+
+
 def _check_value(key: str, value: str) -> None:
     """Refuse a non-empty value no label can hold, saying why in kube-apiserver's words (`deployment=-bad-` and
-    a 64-character name read only "unsupported requirement"), before the key is looked at."""
+    a 64-character name read only "unsupported requirement"), before the provider asks whether the adapter reads
+    its key."""
     if _VALUE.fullmatch(value) is None:
         problem = (f"must be no more than 63 characters, not {len(value)}" if len(value) > 63 else
                    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "

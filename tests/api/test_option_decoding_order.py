@@ -50,7 +50,8 @@ async def kubectl(kubeconfig: Path, path: str) -> str:
     return str(said).strip()
 
 
-@pytest.mark.parametrize("selector", ["deployment%3D-bad-", "deployment%3Etriton", "deployment%3Da%20b"])
+@pytest.mark.parametrize("selector", ["deployment%3D-bad-", "deployment%3Etriton", "deployment%3Da%20b",
+                                      "deployment_%3Dx", f"{'k' * 64}%3Dx"])
 async def test_a_label_selector_kube_cannot_parse_is_named_before_a_bad_field_selector(kubeconfig: Path,
                                                                                        selector: str) -> None:
     """`labels.Parse` runs before `fields.ParseSelector` in ListOptions' conversion: kube-apiserver names the
@@ -73,6 +74,9 @@ async def test_a_label_selector_that_parses_but_names_no_runtime_comes_after_the
     (f"labelSelector=deployment%3D{DEPLOYMENT}&timeoutSeconds=1.5", "(BadRequest): "),
     (f"labelSelector=deployment%3D{DEPLOYMENT}&{BAD_FIELDS}", "(BadRequest): invalid selector: 'nodeName'"),
     ("labelSelector=deployment%3D-bad-", "(BadRequest): invalid label value '-bad-'"),
+    ("labelSelector=-app%3Dx", "(BadRequest): invalid label key '-app'"),
+    ("labelSelector=a%2Fb%2Fc%3Dx", "(BadRequest): invalid label key 'a/b/c'"),
+    (f"labelSelector=Example.com%2Fdeployment%3D{DEPLOYMENT}", "(BadRequest): invalid label key "),
     (f"labelSelector=deployment%3D{DEPLOYMENT}&watch=true", "(MethodNotAllowed): "),
 ])
 async def test_a_query_kube_cannot_decode_is_refused_before_the_metric_name_is_looked_at(
@@ -96,7 +100,8 @@ Client = TestClient[Any, Any]
 
 _PARTS = st.sampled_from([
     f"labelSelector=deployment%3D{DEPLOYMENT}", "labelSelector=deployment%3D-bad-", "labelSelector=app%3Dx",
-    "labelSelector=deployment%3Ex", "labelSelector=deployment%3D", "limit=abc", "limit=5", "timeoutSeconds=x",
+    "labelSelector=deployment%3Ex", "labelSelector=deployment%3D", "labelSelector=a%2Fb%2Fc%3Dx",
+    "labelSelector=example.com%2Fdeployment%3Dx", "limit=abc", "limit=5", "timeoutSeconds=x",
     "timeoutSeconds=30", "fieldSelector=nodeName", "fieldSelector=spec.x%3D1", "fieldSelector=metadata.name%3Dy",
     "watch=true", "watch=false", "pretty=true",
 ])
