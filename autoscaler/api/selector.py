@@ -41,8 +41,10 @@ _KEY = r"[A-Za-z0-9./_-]+"
 _EQUALITY = re.compile(rf"{_W}*({_KEY}){_W}*(==|=|!=){_W}*(.*?){_W}*", re.DOTALL)
 _SET = re.compile(rf"{_W}*({_KEY}){_W}+(in|notin){_W}*\(([^()]*)\){_W}*")
 _EXISTS = re.compile(rf"{_W}*(!?){_W}*({_KEY}){_W}*")
-_ORDERED = re.compile(rf"{_W}*({_KEY}){_W}*[<>]{_W}*[+-]?[0-9]+{_W}*")
-"""`key>N` and `key<N` with an integer: `labels.Parse` takes them (no runtime label is a number, so none holds)."""
+_ORDERED = re.compile(rf"{_W}*({_KEY}){_W}*([<>]){_W}*(.*?){_W}*", re.DOTALL)
+"""`key>N` and `key<N`: `labels.Parse` takes them where N is an int64 that is also a label value (digits, so
+`-1` and `+1` are refused as values), and they hold for no runtime, whose labels are names."""
+_INT64_MAX = 2**63 - 1
 _MAX_SELECTOR_LENGTH = 1024
 
 
@@ -60,7 +62,8 @@ class SelectorSyntaxError(SelectorError):
 
 Requirement = tuple[str, str, frozenset[str]]
 """A requirement as apimachinery holds it: key, operator and values, the operator one of `in` (also `=` and
-`==`), `notin` (also `!=`), `exists` (a key alone) and `!` (`!key`, which holds where the label is absent)."""
+`==`), `notin` (also `!=`), `exists` (a key alone), `!` (`!key`, which holds where the label is absent), and `>`
+or `<` with one integer (which parse, and select no runtime: `deployment_from_selector` refuses them)."""
 
 
 class WatchAsked(Exception):
@@ -108,6 +111,9 @@ def deployment_from_selector(selector: str | None) -> str:
             raise SelectorError(f"empty value for {key!r} in labelSelector; {HELP}")
         if key not in (SELECTOR_DEPLOYMENT, SELECTOR_SERVINGRUNTIME):
             raise SelectorError(f"unknown label {key!r}{_did_you_mean(key)} in labelSelector; {HELP}")
+        if operator in ("<", ">"):
+            raise SelectorError(f"requirement '{key}{operator}{min(values)}' in labelSelector selects no runtime: "
+                                f"'<' and '>' compare numbers, and runtime labels are names; {HELP}")
     return runtime_selected(selector, requirements)
 
 
@@ -119,26 +125,32 @@ def parsed_requirements(selector: str) -> list[Requirement]:
         raise SelectorSyntaxError(f"labelSelector is longer than {_MAX_SELECTOR_LENGTH} characters; {HELP}")
     requirements = []
     for text in _split_requirements(selector):
-        key, _, values = requirement = _requirement(text)
+        key, operator, values = requirement = _requirement(text)
         _check_key(key)
         for value in sorted(values):  # the same one named each time a set holds several bad ones
             if value:  # an empty value parses: `deployment=` is the provider's to refuse (`deployment_from_selector`)
                 _check_value(key, value)
+            if operator in ("<", ">") and not (value.isascii() and value.isdigit() and int(value) <= _INT64_MAX):
+                raise SelectorSyntaxError(f"unsupported requirement '{key}{operator}{value}' in labelSelector: '<' "
+                                          f"and '>' take an integer (and select no runtime); {HELP}")
         requirements.append(requirement)
     return requirements
 
 
+@functools.lru_cache(maxsize=SELECTOR_CACHE_SIZE)
 def refuse_unparseable_selector(selector: str | None) -> None:
     """Raise `SelectorSyntaxError` where kube-apiserver's `labels.Parse` would refuse `selector` (the first
-    `labelSelector` value, decoded; None where there is none); nothing otherwise, whatever it selects."""
+    `labelSelector` value, decoded; None where there is none); nothing otherwise, whatever it selects. Cached as
+    `deployment_from_selector` is: a query too long for the query cache (`CACHED_QUERY_LENGTH`) is decoded at
+    every request, and its selector would otherwise be parsed twice each time (refusals are not cached)."""
     if selector is not None and selector.strip(BLANKS):
         parsed_requirements(selector)
 
 
 def _requirement(text: str) -> Requirement:
     """The requirement `text` states: `key=value`, `key==value`, `key!=value`, `key in (values)`, `key notin
-    (values)`, `key` or `!key`. A set's values are a set, as apimachinery makes it, so `in (x,x)` is `x` alone
-    and `in (a,b)` two runtimes; `()` is the empty value. Any other form (`key>1`, `key<1`, a stray token) is
+    (values)`, `key`, `!key`, `key>N` or `key<N`. A set's values are a set, as apimachinery makes it, so `in
+    (x,x)` is `x` alone and `in (a,b)` two runtimes; `()` is the empty value. Any other form (a stray token) is
     refused, quoted as sent (`repr`: a line break or a control character shows)."""
     if (equality := _EQUALITY.fullmatch(text)) is not None:
         operator = "notin" if equality.group(2) == "!=" else "in"
@@ -147,9 +159,11 @@ def _requirement(text: str) -> Requirement:
         return in_set.group(1), in_set.group(2), frozenset(value.strip(BLANKS) for value in in_set.group(3).split(","))
     if (exists := _EXISTS.fullmatch(text)) is not None:
         return exists.group(2), "!" if exists.group(1) else "exists", frozenset()
-    refusal = SelectorError if _ORDERED.fullmatch(text) else SelectorSyntaxError  # `a>1` parses in Go
-    raise refusal(f"unsupported requirement {text!r} in labelSelector (taken: key=value, key==value, "
-                  f"key in (values), and to narrow those key!=value, key notin (values), key, !key); {HELP}")
+    if (ordered := _ORDERED.fullmatch(text)) is not None:  # parses in Go; `parsed_requirements` checks the number
+        return ordered.group(1), ordered.group(2), frozenset((ordered.group(3),))
+    raise SelectorSyntaxError(f"unsupported requirement {text!r} in labelSelector (taken: key=value, key==value, "
+                              f"key in (values), and to narrow those key!=value, key notin (values), key, !key); "
+                              f"{HELP}")
 
 
 def runtime_selected(selector: str, requirements: list[Requirement]) -> str:

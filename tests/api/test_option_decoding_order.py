@@ -61,7 +61,8 @@ async def test_a_label_selector_kube_cannot_parse_is_named_before_a_bad_field_se
     assert "labelSelector" in said and "nodeName" not in said, said
 
 
-@pytest.mark.parametrize("selector", ["", "labelSelector=app%3Dtriton&", "labelSelector=deployment%21%3Dx&"])
+@pytest.mark.parametrize("selector", ["", "labelSelector=app%3Dtriton&", "labelSelector=deployment%21%3Dx&",
+                                      "labelSelector=deployment%3E1&", "labelSelector=deployment+%3C+0&"])
 async def test_a_label_selector_that_parses_but_names_no_runtime_comes_after_the_field_selector(
         kubeconfig: Path, selector: str) -> None:
     """What a parsed selector selects is the provider's question, asked after every option was decoded: the
@@ -78,6 +79,13 @@ async def test_a_label_selector_that_parses_but_names_no_runtime_comes_after_the
     ("labelSelector=a%2Fb%2Fc%3Dx", "(BadRequest): invalid label key 'a/b/c'"),
     (f"labelSelector=Example.com%2Fdeployment%3D{DEPLOYMENT}", "(BadRequest): invalid label key "),
     (f"labelSelector=deployment%3D{DEPLOYMENT}&watch=true", "(MethodNotAllowed): "),
+    ("labelSelector=deployment%3E1&watch=true", "(MethodNotAllowed): "),
+    ("labelSelector=-app%3E1", "(BadRequest): invalid label key '-app'"),
+    ("labelSelector=Example.com%2Fx%3C5", "(BadRequest): invalid label key 'Example.com/x'"),
+    ("labelSelector=deployment%3E-1", "(BadRequest): "),
+    ("labelSelector=deployment%3E%2B1", "(BadRequest): "),
+    ("labelSelector=deployment%3E99999999999999999999", "(BadRequest): "),
+    ("labelSelector=deployment%3E", "(BadRequest): "),
 ])
 async def test_a_query_kube_cannot_decode_is_refused_before_the_metric_name_is_looked_at(
         kubeconfig: Path, query: str, said: str) -> None:
@@ -87,7 +95,8 @@ async def test_a_query_kube_cannot_decode_is_refused_before_the_metric_name_is_l
     assert answer.startswith(f"Error from server {said}"), answer
 
 
-@pytest.mark.parametrize("query", ["", "labelSelector=app%3Dtriton", "labelSelector=deployment%3Dnope&limit=5"])
+@pytest.mark.parametrize("query", ["", "labelSelector=app%3Dtriton", "labelSelector=deployment%3Dnope&limit=5",
+                                   "labelSelector=deployment%3E1"])
 async def test_a_metric_not_served_is_still_a_404_whatever_its_selector_selects(kubeconfig: Path,
                                                                                 query: str) -> None:
     answer = await kubectl(kubeconfig, f"{NOT_SERVED}?{query}")
@@ -101,9 +110,10 @@ Client = TestClient[Any, Any]
 _PARTS = st.sampled_from([
     f"labelSelector=deployment%3D{DEPLOYMENT}", "labelSelector=deployment%3D-bad-", "labelSelector=app%3Dx",
     "labelSelector=deployment%3Ex", "labelSelector=deployment%3D", "labelSelector=a%2Fb%2Fc%3Dx",
-    "labelSelector=example.com%2Fdeployment%3Dx", "limit=abc", "limit=5", "timeoutSeconds=x",
-    "timeoutSeconds=30", "fieldSelector=nodeName", "fieldSelector=spec.x%3D1", "fieldSelector=metadata.name%3Dy",
-    "watch=true", "watch=false", "pretty=true",
+    "labelSelector=example.com%2Fdeployment%3Dx", "labelSelector=deployment%3E1", "labelSelector=deployment%3E-1",
+    "labelSelector=x%3C9223372036854775808", "labelSelector=x%3C9223372036854775807", "limit=abc", "limit=5",
+    "timeoutSeconds=x", "timeoutSeconds=30", "fieldSelector=nodeName", "fieldSelector=spec.x%3D1",
+    "fieldSelector=metadata.name%3Dy", "watch=true", "watch=false", "pretty=true",
 ])
 
 
@@ -137,3 +147,11 @@ async def _answer(client: Client, path: str) -> tuple[int, str]:
     async with client.get(URL(path, encoded=True)) as response:
         body = await response.json(content_type=None)
         return response.status, body.get("message", "")
+
+
+async def test_a_number_compared_with_a_runtime_label_is_said_to_select_no_runtime(kubeconfig: Path) -> None:
+    """`deployment>1` parses in kube-apiserver (`labels.Parse` takes `>` and `<` with an integer) and holds for
+    no runtime, whose labels are names: refused as what it selects, after the options were decoded."""
+    answer = await kubectl(kubeconfig, f"{SERVED}?labelSelector=deployment%3E1")
+    assert answer.startswith("Error from server (BadRequest): "), answer
+    assert "selects no runtime" in answer and "deployment>1" in answer, answer
