@@ -18,7 +18,6 @@ six lost minutes went unsaid where five were named, and twelve collector restart
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
@@ -53,7 +52,7 @@ SPACED_WITHIN: Final = 0.05
 intervals: one either side is most of a short period's slots, where lost scrapes would keep a schedule)."""
 
 
-def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float, lost: LostCells = NO_CELLS) -> list[str]:
+def missing_notes(trace: Trace, lines: np.ndarray, longest_s: float, lost: LostCells = NO_CELLS) -> list[str]:
     """A warning naming the stretches without a row, rows up to `longest_s` apart (longer ones have their own), whose
     `AROUND` intervals either side that have rows carry `BUSY_REQUESTS` or more each: the longest of them, where
     it is (the rows either side, the line after it), how many and how long in all, and what to do. `lost`: rows
@@ -81,7 +80,7 @@ def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float, lost: Lo
     first, after = first[busy], after[busy]
     widest = int(np.argmax(after - first))
     before_s, after_s = (trace.start_s + float(slot) * trace.interval_s for slot in (first[widest] - 1, after[widest]))
-    line = lines[int(np.searchsorted(trace.slot, after[widest]))]
+    line = int(lines[int(np.searchsorted(trace.slot, after[widest]))])
     many = (f"; {len(first):,} such stretches, {span_text(float((after - first).sum()) * trace.interval_s)} in "
             "all, this the longest") if len(first) > 1 else ""
     return [f"no rows at all for {span_text(float(after[widest] - first[widest]) * trace.interval_s)} between "

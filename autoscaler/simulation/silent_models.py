@@ -18,7 +18,6 @@ of 5,000 models reads in seconds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
@@ -41,29 +40,37 @@ NAMES_SHOWN: Final = 5
 """Models named in the warning (then how many more)."""
 
 
-def silent_model_notes(trace: Trace, lines: Sequence[int], lost: LostCells = NO_CELLS) -> list[str]:
+def silent_model_notes(trace: Trace, lines: np.ndarray, lost: LostCells = NO_CELLS) -> list[str]:
     """One warning naming the models whose rows stop for `LONG_S` or more inside their busy traffic while the
     other models report: the longest such silence (the model, how long, its rows either side, the line after
     it), the others' models, how many and how long in all, and what to do. `lost`: the rows written with
     requests empty, NaN or null, named by their own warning: a silence is judged across them, and one that is
     nothing but them is theirs alone; around a silence they count as rows (their traffic left out)."""
-    slot, model, requests = trace.slot, trace.model, trace.requests
+    # Which rows carry BUSY_REQUESTS or more (a row without a value does: its traffic is left out), not the rows'
+    # requests: the notes' arrays are a big trace's peak while it is read, and a copy of them was 8 bytes a row
+    slot, model, heavy = trace.slot, trace.model, trace.requests >= BUSY_REQUESTS
+    valued: np.ndarray | None = None  # which rows have a value (None: all)
     lost_lines = lost.line[lost.model >= 0]
     if len(lost_lines):
         known = lost.model >= 0
         slot, model = np.concatenate([slot, lost.slot[known]]), np.concatenate([model, lost.model[known]])
-        requests = np.concatenate([requests, np.full(len(lost_lines), np.inf)])  # no traffic to judge: left out
+        heavy = np.concatenate([heavy, np.ones(len(lost_lines), dtype=bool)])
+        valued = np.concatenate([np.ones(len(trace.slot), dtype=bool), np.zeros(len(lost_lines), dtype=bool)])
     order = np.lexsort((slot, model))
-    slot, model, requests = slot[order], model[order], requests[order]
-    last, next_ = _silences(slot, model, requests)  # the rows with requests either side of each silence
+    slot, model, heavy = slot[order], model[order], heavy[order]
+    valued = None if valued is None else valued[order]
+    del order  # the lines of the rows named are found again (`_line_of`): this was 8 bytes a row at the peak
+    last, next_ = _silences(slot, model, valued)  # the rows with requests either side of each silence
     # the cheap tests first: a trace of 5,000 models has many silences, most of quiet models
-    kept = (requests[last] >= BUSY_REQUESTS) & (requests[next_] >= BUSY_REQUESTS)
+    kept = heavy[last] & heavy[next_]
     last, next_ = last[kept], next_[kept]
     first, after = slot[last] + 1, slot[next_]  # each silence: [first, after) of model[last]
     busy = ((after - first) * trace.interval_s >= LONG_S) & _others_report(trace, first, after)
     last, next_, first, after = last[busy], next_[busy], first[busy], after[busy]
-    busy = _busy_either_side(slot, model, requests, last, next_) & _rows_around(slot, model, last, first, after,
-                                                                                 trace.intervals)
+    if not len(last):
+        return []
+    busy = _busy_either_side(slot, model, heavy, last, next_) & _rows_around(slot, model, last, first, after,
+                                                                              trace.intervals)
     last, next_, first, after = last[busy], next_[busy], first[busy], after[busy]
     if not len(last):
         return []
@@ -74,27 +81,41 @@ def silent_model_notes(trace: Trace, lines: Sequence[int], lost: LostCells = NO_
                                     trace.intervals)  # judged among this model's own silences
     if not named.any():
         return []
-    line_after = [lines[row] for row in order[next_[named]]]  # a row with requests: one of the trace's
+    line_after = [_line_of(trace, lines, int(slot[row]), int(model[row])) for row in next_[named].tolist()]
     return [_warning(trace, model[last[named]], first[named], after[named], line_after)]
 
 
-def _silences(slot: np.ndarray, model: np.ndarray, requests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows with requests before and after each of a model's silences (its rows sorted by model and slot, those
-    without a value as `inf`): judged across its rows without a value, as one NaN row in the middle of a target's
-    40 minutes down split them into two silences under the scale-down window, and none was named. A silence
-    that is nothing but such rows is left to their own warning."""
-    valued = np.flatnonzero(np.isfinite(requests))
-    before, after = valued[:-1], valued[1:]
-    apart = slot[after] - slot[before] - 1  # intervals between them
+def _line_of(trace: Trace, lines: np.ndarray, slot: int, model: int) -> int:
+    """The file line of the trace's row of `model` in interval `slot`: its rows are in time, then model order
+    (trace.py's `_in_order`), one a model and interval."""
+    lo, hi = np.searchsorted(trace.slot, [slot, slot + 1])
+    return int(lines[int(lo) + int(np.searchsorted(trace.model[lo:hi], model))])
+
+
+def _silences(slot: np.ndarray, model: np.ndarray, valued: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The rows with requests before and after each of a model's silences (its rows sorted by model and slot;
+    `valued`: which have a value, None where all do): judged across its rows without a value, as one NaN row in
+    the middle of a target's 40 minutes down split them into two silences under the scale-down window, and none
+    was named. A silence that is nothing but such rows is left to their own warning."""
+    if valued is None:  # the rows themselves, not a copy of them (8 bytes a row each)
+        apart = np.diff(slot)
+        apart -= 1  # intervals between them
+        silent = model[1:] == model[:-1]
+        silent &= apart > 0
+        before = np.flatnonzero(silent)
+        return before, before + 1
+    rows = np.flatnonzero(valued)
+    before, after = rows[:-1], rows[1:]
+    apart = slot[after] - slot[before] - 1
     silent = (model[after] == model[before]) & (apart > 0) & (after - before - 1 < apart)  # not all rows lost
     return before[silent], after[silent]
 
 
-def _busy_either_side(slot: np.ndarray, model: np.ndarray, requests: np.ndarray, last: np.ndarray,
+def _busy_either_side(slot: np.ndarray, model: np.ndarray, heavy: np.ndarray, last: np.ndarray,
                       next_: np.ndarray) -> np.ndarray:
     """Whether the model had rows in nearly every one of the `AROUND` intervals before its silence (from row
-    `last` to row `next_`) and after it, each with `BUSY_REQUESTS` or more (rows without a value left out of
-    that)."""
+    `last` to row `next_`) and after it, each with `BUSY_REQUESTS` or more (`heavy`: rows without a value are,
+    left out of that)."""
     busy = np.ones(len(last), dtype=bool)
     for side, edge in ((-1, last), (1, next_)):
         near = np.zeros(len(last), dtype=np.int64)
@@ -102,7 +123,7 @@ def _busy_either_side(slot: np.ndarray, model: np.ndarray, requests: np.ndarray,
             row = np.clip(edge + side * step, 0, len(slot) - 1)
             inside = (model[row] == model[edge]) & (np.abs(slot[row] - slot[edge]) < AROUND)
             near += inside
-            busy &= ~inside | (requests[row] >= BUSY_REQUESTS)
+            busy &= ~inside | heavy[row]
         busy &= near >= int(NEARLY * AROUND)
     return busy
 
@@ -153,7 +174,9 @@ def _rows_around(slot: np.ndarray, model: np.ndarray, last: np.ndarray, first: n
     long (cut at the trace's ends, at least `AROUND`): a batch busy an hour a day has a day of few rows around
     its silence, a target down for 40 minutes 40 minutes of rows either side."""
     span = intervals + 1
-    key = model * (3 * span) + slot + span  # sorted, each model's block wide enough for windows past the ends
+    key = model * (3 * span)  # sorted, each model's block wide enough for windows past the ends
+    key += slot
+    key += span
     length = after - first
     base = model[last] * (3 * span) + span
     ok = np.ones(len(last), dtype=bool)

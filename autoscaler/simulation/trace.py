@@ -293,7 +293,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     # The rows with requests decide the step (a row without a value off it was refused for its time), where their
     # timestamps are more than one; the lost rows refine it where they fill a finer grid (lost_grid.py)
     one_time = bool((valued[0] == valued[0][0]).all())
-    if naive and (problem := repeated_hour_problem(valued[0], valued[1], lambda row: int(valued[3][row]))):
+    if naive and (problem := repeated_hour_problem(valued[0], valued[1], valued[3].item)):
         raise TraceError(f"{name}: {problem}")
     stated = _stated_by_lost(valued, index, lost, name, spaced) if one_time else None
     try:
@@ -307,6 +307,8 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
         trace, ordered_lines = stated
     if stated is None and (refined := _refined_by_lost(valued, index, lost, name, spaced)):
         trace, ordered_lines = refined
+    # Read: the file's arrays go (16 bytes a row, 32 where the rows were put in order), for the notes' own
+    del valued, times, models, counts, lines
     notes = [f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
              f"{', '.join(others)}"] if others else []
     notes += lost.notes(read, trace)
@@ -329,7 +331,7 @@ def _blank(row: list[str]) -> bool:
 
 def _stated_by_lost(valued: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], index: dict[str, int],
                     lost: LostScrapes, name: str,
-                    spaced: Mapping[str, tuple[str, int]]) -> tuple[Trace, list[int]] | None:
+                    spaced: Mapping[str, tuple[str, int]]) -> tuple[Trace, np.ndarray] | None:
     """The trace where the timestamps of the rows without a value state the step that those with requests alone
     do not (a sparse export whose one row a step after the first was a lost scrape was refused as off a 7-minute
     step), read with them as rows of 0 then without them; None where it does not read that way either. A row
@@ -354,7 +356,7 @@ def _stated_by_lost(valued: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
 
 def _refined_by_lost(valued: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], index: dict[str, int],
                      lost: LostScrapes, name: str,
-                     spaced: Mapping[str, tuple[str, int]]) -> tuple[Trace, list[int]] | None:
+                     spaced: Mapping[str, tuple[str, int]]) -> tuple[Trace, np.ndarray] | None:
     """The trace read on the finer grid the lost rows fill (`finer_grid`: a 60 s export with every other scrape
     lost, its values 120 s apart, read at 120 s spread each minute's requests over two; a 300 s export with two
     scrapes in three lost and one more lost row off its step, its values 900 s apart, was refused), with the lost
@@ -368,13 +370,13 @@ def _refined_by_lost(valued: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
     return refined
 
 
-def _without_lines(trace: Trace, ordered_lines: list[int], dropped: Sequence[int]) -> tuple[Trace, list[int]]:
+def _without_lines(trace: Trace, ordered_lines: np.ndarray, dropped: Sequence[int]) -> tuple[Trace, np.ndarray]:
     """The trace without the rows of these file lines (lost scrapes: read with the others for the step, replayed
     as no row), and the lines of the rows left. Models left without a row are dropped, and the trace runs from
     its first row left to its last, as every trace does."""
     if not dropped:
         return trace, ordered_lines
-    keep = ~np.isin(np.asarray(ordered_lines, dtype=np.int64), np.asarray(dropped, dtype=np.int64))
+    keep = ~np.isin(ordered_lines, np.asarray(dropped, dtype=np.int64))
     model, slot = trace.model[keep], trace.slot[keep]
     present = np.unique(model)
     renumbered = np.full(len(trace.models), -1, dtype=np.int64)
@@ -383,7 +385,7 @@ def _without_lines(trace: Trace, ordered_lines: list[int], dropped: Sequence[int
     return (replace(trace, models=tuple(trace.models[i] for i in present.tolist()),
                     start_s=trace.start_s + before * trace.interval_s, intervals=int(slot.max()) - before + 1,
                     slot=slot - before, model=renumbered[model], requests=trace.requests[keep]),
-            np.asarray(ordered_lines, dtype=np.int64)[keep].tolist())
+            ordered_lines[keep])
 
 
 def from_rows(times: list[float], names: list[str], counts: list[float], name: str = "trace",
@@ -399,12 +401,14 @@ def from_rows(times: list[float], names: list[str], counts: list[float], name: s
 
 def _in_order(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: np.ndarray, name: str,
               lines: np.ndarray, spaced: Mapping[str, tuple[str, int]] | None = None,
-              lost_rows: np.ndarray | None = None) -> tuple[Trace, list[int]]:
+              lost_rows: np.ndarray | None = None) -> tuple[Trace, np.ndarray]:
     """`_checked` on the rows in one order whatever the file's: models numbered by name (`by_name`), rows by time,
-    then model (sums then come in one order too), and the file lines of the rows so ordered, for the notes.
+    then model (sums then come in one order too), and the file lines of the rows so ordered (int64), for the notes.
     `spaced`: names written with spaces around them (as written, and the first line), for the error they cause.
     `lost_rows`: which rows are without a value (read for their timestamps alone): no repeat of a row beside them.
-    Times with a float's noise in their last digits are read rounded to the millisecond (`_snapped`)."""
+    Times with a float's noise in their last digits are read rounded to the millisecond (`_snapped`). Rows already
+    in that order (a file written by time, its models by name, as `write_csv` writes one) are not copied: the
+    copies and a list of the lines as Python ints were 170 bytes a row at the peak of a big trace's reading."""
     models, model = by_name(models, model)
     snapped = _snapped(t)
     tries: list[tuple[np.ndarray, float | None]] = [(t, None)]
@@ -414,26 +418,43 @@ def _in_order(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts:
         tries.insert(0, (snapped, moved if moved > 2 * float(np.spacing(np.abs(t).max())) else None))
     as_written: TraceError | None = None
     for times, noise in tries:
-        rows = np.lexsort((model, times))  # stable: rows repeating a model and time keep their file order
-        ordered: list[int] = lines[rows].tolist()
+        rows = None if _ordered(times, model) else np.lexsort((model, times))  # stable: repeats keep file order
+        ordered = lines if rows is None else lines[rows]
         try:
-            return _checked(times[rows], model[rows], models, counts[rows], name, ordered, spaced or {},
-                            None if lost_rows is None else lost_rows[rows], noise), ordered
+            return _checked(_take(times, rows), _take(model, rows), models, counts, name, ordered, spaced or {},
+                            None if lost_rows is None else _take(lost_rows, rows), noise, rows), ordered
         except TraceError as error:
             as_written = error  # the last tried: the times as written
     assert as_written is not None
     raise as_written
 
 
+def _ordered(t: np.ndarray, model: np.ndarray) -> bool:
+    """Whether the rows are in time, then model order already (repeats of a model and time side by side)."""
+    if len(t) < 2:
+        return True
+    later = t[1:] > t[:-1]
+    if later.all():
+        return True
+    return bool((later | ((t[1:] == t[:-1]) & (model[1:] >= model[:-1]))).all())
+
+
+def _take(values: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    """`values` in the order of `rows` (None: as they are, not copied)."""
+    return values if rows is None else values[rows]
+
+
 def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: np.ndarray, name: str,
-             lines: Sequence[int] | None, spaced: Mapping[str, tuple[str, int]],
-             lost_rows: np.ndarray | None = None, noise: float | None = None) -> Trace:
+             lines: np.ndarray, spaced: Mapping[str, tuple[str, int]],
+             lost_rows: np.ndarray | None = None, noise: float | None = None,
+             rows: np.ndarray | None = None) -> Trace:
     """The Trace of rows as arrays (time, model index into `models`, requests); infers and checks the interval.
-    `lost_rows`: the rows without a value, left out of the check for a model repeated in an interval. `noise`:
-    how far the times were moved rounding them to the millisecond (`_snapped`), said in a note."""
+    `counts`: in the order of `rows` (None: of `t`), taken so once the checks' own arrays are gone. `lost_rows`: the
+    rows without a value, left out of the check for a model repeated in an interval. `noise`: how far the times
+    were moved rounding them to the millisecond (`_snapped`), said in a note."""
 
     def line_of(row: int) -> int:
-        return lines[row] if lines is not None else row + 2
+        return int(lines[row])
 
     distinct = np.unique(t)
     gaps = np.diff(distinct)
@@ -454,14 +475,22 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
                          f"{'it' if len(off) == 1 else 'them'} onto the {step:g} s step, or remove "
                          f"{'it' if len(off) == 1 else 'them'}")
     start = float(distinct[0])
-    position = (t - start) / interval
+    position = t - start  # in place from here: a big trace's arrays are 8 bytes a row each
+    position /= interval
     slot = np.rint(position).astype(np.int64)
-    off = np.abs(position - slot) > 1e-6
+    position -= slot
+    off = np.abs(position, out=position) > 1e-6
+    del position
     if (problem := off_grid_problem(distinct, gaps, interval, t, off, line_of)) is not None:
         raise TraceError(f"{name}: {problem}")
-    kept = np.arange(len(t)) if lost_rows is None else np.flatnonzero(~lost_rows)
-    if (problem := repeated_problem(t[kept], slot[kept], model[kept], models, spaced,
-                                    lambda row: line_of(int(kept[row])))) is not None:
+    del off
+    if lost_rows is None:
+        problem = repeated_problem(t, slot, model, models, spaced, line_of)
+    else:
+        kept = np.flatnonzero(~lost_rows)
+        problem = repeated_problem(t[kept], slot[kept], model[kept], models, spaced,
+                                   lambda row: line_of(int(kept[row])))
+    if problem is not None:
         raise TraceError(f"{name}: {problem}")
     notes: tuple[str, ...] = () if len(gaps) else (
         f"the trace has one timestamp, so no step to infer its interval from: taken as {interval:g} s (the requests "
@@ -469,7 +498,7 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
     if noise is not None:
         notes += (f"timestamps up to {noise:.2g} s off the step (the noise of a float's last digits) were read "
                   "rounded to the millisecond",)
-    return Trace(models, start, interval, int(slot.max()) + 1, slot, model, counts, notes)
+    return Trace(models, start, interval, int(slot.max()) + 1, slot, model, _take(counts, rows), notes)
 
 
 def _snapped(t: np.ndarray) -> np.ndarray | None:
@@ -478,7 +507,9 @@ def _snapped(t: np.ndarray) -> np.ndarray | None:
     sum into 1 s intervals"; a lone model's ±1 µs as off the grid, or a stray), and Prometheus times are
     milliseconds. Read so only where it then reads (`_in_order`): a request log's sub-second times are still told
     to sum into 1 s, a scraper's jitter of milliseconds to round to its step. None where rounding moves nothing."""
-    snapped: np.ndarray = np.rint(t * 1000.0) / 1000.0
+    snapped: np.ndarray = t * 1000.0
+    np.rint(snapped, out=snapped)
+    snapped /= 1000.0
     return None if np.array_equal(snapped, t) else snapped
 
 

@@ -29,7 +29,7 @@ QUIET_GAP_S: Final = 3600.0
 """A stretch this long without a row for any model is named: more often missing data than no traffic."""
 
 
-def gap_notes(trace: Trace, lines: Sequence[int], lost: LostCells = NO_CELLS, *, zoneless: bool = False) -> list[str]:
+def gap_notes(trace: Trace, lines: np.ndarray, lost: LostCells = NO_CELLS, *, zoneless: bool = False) -> list[str]:
     """The longest stretch without a row, if any is past QUIET_GAP_S: an absent row is replayed as no requests,
     which is right for a quiet model and wrong for data that is missing (a collector down, exports pasted
     together), and the report cannot tell the two apart. `lost`: rows written with requests empty, NaN or null,
@@ -46,7 +46,7 @@ def gap_notes(trace: Trace, lines: Sequence[int], lost: LostCells = NO_CELLS, *,
         return []
     widest = int(long[np.argmax(gaps[long])])
     before, after_s = (trace.start_s + float(slot) * trace.interval_s for slot in (first[widest] - 1, after[widest]))
-    line = lines[int(np.flatnonzero(trace.slot == after[widest])[0])]
+    line = int(lines[int(np.flatnonzero(trace.slot == after[widest])[0])])
     more = f" ({len(long)} such gaps, this the longest)" if len(long) > 1 else ""
     missing = after_s - before - trace.interval_s
     advice = (skipped_hour_advice(missing) if zoneless else None) or ("if data is missing there rather than traffic, "
@@ -93,7 +93,7 @@ def coarse_stretches(trace: Trace) -> list[CoarseStretch]:
     return found
 
 
-def step_notes(trace: Trace, lines: Sequence[int], stretches: Sequence[CoarseStretch]) -> list[str]:
+def step_notes(trace: Trace, lines: np.ndarray, stretches: Sequence[CoarseStretch]) -> list[str]:
     """The longest of `stretches` (`coarse_stretches`), named with its lines and how it is replayed: each row's
     requests over its own step (`spread_coarse_rows`). They were replayed within one fine interval, k times the
     rate, and none in the k - 1 after: a 15 s export with an hour at 60 s of even load delayed 3.3% of requests
@@ -101,12 +101,12 @@ def step_notes(trace: Trace, lines: Sequence[int], stretches: Sequence[CoarseStr
     if not stretches:
         return []
     widest = max(stretches, key=lambda stretch: (stretch.last - stretch.first, -stretch.first))
-    row_of = {int(slot): row for row, slot in reversed(list(enumerate(trace.slot.tolist())))}
+    first_line, last_line = (int(lines[np.searchsorted(trace.slot, slot)]) for slot in (widest.first, widest.last))
     step = widest.every * trace.interval_s
     more = f" ({len(stretches)} such stretches, this the longest)" if len(stretches) > 1 else ""
     return [f"rows come every {step:g} s from {moment_text(trace.start_s + widest.first * trace.interval_s)} to "
-            f"{moment_text(trace.start_s + widest.last * trace.interval_s)} (lines {lines[row_of[widest.first]]} to "
-            f"{lines[row_of[widest.last]]}){more} but every {trace.interval_s:g} s elsewhere, each carrying the "
+            f"{moment_text(trace.start_s + widest.last * trace.interval_s)} (lines {first_line} to "
+            f"{last_line}){more} but every {trace.interval_s:g} s elsewhere, each carrying the "
             f"requests of its {step:g} s, as an export whose step changed writes them: each of those rows' requests "
             f"are replayed spread over its own {step:g} s ({widest.every} intervals of {trace.interval_s:g} s), not "
             f"within {trace.interval_s:g} s. If they did arrive within {trace.interval_s:g} s of their row's time, "
@@ -178,12 +178,14 @@ def counter_notes(trace: Trace) -> list[str]:
     n = len(trace.models)
     order = np.lexsort((trace.slot, trace.model))
     model, requests = trace.model[order], trace.requests[order]
+    del order  # no more full-size arrays at once than three: a big trace's peak while read was here
+    change = np.diff(requests)
+    del requests
     same = model[1:] == model[:-1]
-    step = np.diff(requests)[same]
-    owner = model[1:][same]
-    steps = np.bincount(owner, minlength=n)
-    rises = np.bincount(owner, weights=step > 0, minlength=n)
-    falls = np.bincount(owner, weights=step < 0, minlength=n)
+    owner = model[1:]
+    steps = np.bincount(owner[same], minlength=n)
+    rises = np.bincount(owner[same & (change > 0)], minlength=n)
+    falls = np.bincount(owner[same & (change < 0)], minlength=n)
     judged = (steps >= COUNTER_ROWS - 1) & (rises > 0)
     counting = judged & (falls <= 0.05 * steps) & (rises >= 0.5 * steps)
     if not judged.any() or counting.sum() < 0.9 * judged.sum():
@@ -428,7 +430,10 @@ def repeated_problem(t: np.ndarray, slot: np.ndarray, model: np.ndarray, models:
     """The first row repeating a model and interval, how many do, and how to sum them, or None: a converted
     public trace (a function under two triggers, files of two regions pasted together) repeats many, and was told
     only of the first. `spaced`: names written with spaces around them (as written, and the first line)."""
-    key = slot * len(models) + model
+    key = slot * len(models)
+    key += model
+    if len(key) < 2 or bool((key[1:] > key[:-1]).all()):  # rows in order, none repeated: no sorted copy to count
+        return None
     uniq, repeats = np.unique(key, return_counts=True)
     if not (repeats > 1).any():
         return None

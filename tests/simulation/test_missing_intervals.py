@@ -263,6 +263,26 @@ def test_a_busy_models_silence_while_the_others_report_is_named_however_long(tmp
     assert f"model 'm{model}' has no rows for {span_text(60 * minutes)} between" in note, note
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(model=st.integers(0, 3), first=st.integers(10, MINUTES - 120), minutes=st.integers(5, 110),
+       shuffled=st.booleans(), seed=st.integers(0, 2**16))
+def test_the_line_named_after_a_models_silence_holds_its_row_in_any_file_order(tmp_path: Path, model: int,
+                                                                               first: int, minutes: int,
+                                                                               shuffled: bool, seed: int) -> None:
+    """The line the warning names, to open the file at, is the model's row that ends its silence, rows in time
+    order or in any other (a model's rows after another's): the lines are kept as an array beside the rows put
+    in order, not a list of them, and the row named is found again in the trace."""
+    rng = random.Random(seed)
+    rows = [f"{EPOCH + 60 * i},m{m},{rng.randint(75, 150)}\n" for i in range(MINUTES) for m in range(4)
+            if not (m == model and first <= i < first + minutes)]
+    if shuffled:
+        rng.shuffle(rows)
+    path = write_trace(tmp_path, "".join(rows))
+    [note] = [note for note in read_csv(path).notes if "has no rows for" in note]
+    line = int(note.split("(line ")[1].split(")")[0])
+    assert path.read_text().splitlines()[line - 1].startswith(f"{EPOCH + 60 * (first + minutes)},m{model},"), note
+
+
 DAY_MINUTES = 2 * 24 * 60
 
 
