@@ -26,6 +26,7 @@ from autoscaler.simulation.figures import figure
 from autoscaler.simulation.goal_ceiling import goal_ceiling_text
 from autoscaler.simulation.hpa import SYNC_PERIOD_S, Behavior
 from autoscaler.simulation.hpa_manifest import behavior_from_manifest, hpa_of_scaled_object
+from autoscaler.simulation.memory_room import ADVICE, LIMITS
 from autoscaler.simulation.outputs import discard, write_together
 from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.rate_check import RATE_CHECK_S
@@ -251,12 +252,18 @@ def _synthetic(args: argparse.Namespace, name: str) -> Any:
     return SYNTHETIC[name] if value is None else value
 
 
-def _load_trace(args: argparse.Namespace) -> tuple[Trace, str]:
+def _load_trace(args: argparse.Namespace, warn: Callable[[str], None]) -> tuple[Trace, str]:
+    """The trace and how the report names it; `warn`: what the reading says before it is done (a file too big for
+    the memory left), on a line of its own under a bar left short of its end."""
     from autoscaler.simulation.trace import STDIN, STDIN_NAME, read_csv, synthetic
+
+    def warn_now(message: str) -> None:
+        ProgressBar.end_line()
+        warn(message)
 
     if args.trace is not None:
         name = STDIN_NAME if str(args.trace) == STDIN else str(args.trace)
-        return read_csv(args.trace, None if args.quiet else ProgressBar("reading")), name
+        return read_csv(args.trace, None if args.quiet else ProgressBar("reading"), warn=warn_now), name
     models, hours, rps, shape, seed = (_synthetic(args, name) for name in ("models", "hours", "rps", "shape", "seed"))
     trace = synthetic(models=models, hours=hours, mean_rps=rps, shape=shape, seed=seed)
     source = f"synthetic ({shape}, seed {seed})"
@@ -325,7 +332,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     policy = _policy_and_warnings(args, warn)
     behavior, hpa_spec, bounds = _behavior(args.hpa_behavior)
-    trace, source = _load_trace(args)
+    trace, source = _load_trace(args, warn)
     for note in trace.notes:
         warn(note)
     shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, load_time_s=args.load_time,
@@ -515,6 +522,11 @@ def run_simulate(args: argparse.Namespace) -> int:
         ProgressBar.end_line()  # a bar left short of its end (reading): the error on a line of its own
         print(f"{ERROR}{error}", file=sys.stderr)
         return 2
+    except MemoryError:  # under `ulimit -v` (the kernel's OOM killer says nothing: `MemoryWatch` warns before)
+        _remove_made(made)
+        ProgressBar.end_line()
+        print(f"{ERROR}out of memory ({LIMITS}): the trace needs more to simulate; {ADVICE}", file=sys.stderr)
+        return 1
     try:
         _print_summary(args, report)
     except BrokenPipeError:

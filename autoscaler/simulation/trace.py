@@ -38,6 +38,7 @@ import numpy as np
 
 from autoscaler.simulation.local_time import repeated_hour_problem
 from autoscaler.simulation.lost_grid import finer_grid
+from autoscaler.simulation.memory_room import MemoryWatch
 from autoscaler.simulation.missing_intervals import missing_notes
 from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.scrape_times import scatter_problem
@@ -194,23 +195,33 @@ STDIN_NAME: Final = "standard input"
 
 
 def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] | None = None, *,
-             all_zero_ok: bool = False) -> Trace:
+             all_zero_ok: bool = False, warn: Callable[[str], None] | None = None) -> Trace:
     """Read and check a trace file (`STDIN`: standard input); TraceError names the first problem.
     `progress(done, total)`: bytes of the file read so far (compressed ones for `.gz`), every `PROGRESS_ROWS`
     rows and once at the end: a 2 GB export takes minutes to read, which without it looked like a hang.
-    `all_zero_ok`: a per-minute table of nothing but 0 is read (a quiet day among others), not refused."""
+    `all_zero_ok`: a per-minute table of nothing but 0 is read (a quiet day among others), not refused.
+    `warn(message)`: said as soon as the file's first rows show it too big for the memory left (`MemoryWatch`),
+    rather than after minutes of reading, by the run being killed."""
     name = os.fspath(path)
     piped = name == STDIN
     shown = STDIN_NAME if piped else name
     try:
         with unpacking(shown), (_standard_input() if piped else open(name, "rb")) as raw:
-            # A pipe's size is not known ahead: no progress there
+            # A pipe's size is not known ahead: no progress there, nor estimate of its rows
             size = None if piped else os.fstat(raw.fileno()).st_size
-            report = None if progress is None or size is None else (
-                # short of the end until read: the text is read ahead of the rows parsed, and the bar finished twice
-                lambda: progress(min(raw.tell(), size - 1), size))
+            watch = None if warn is None or size is None else MemoryWatch(shown, warn)
+
+            def report(rows: int) -> None:
+                assert size is not None
+                done = min(raw.tell(), size - 1)  # short of the end until read: the text is read ahead of the rows
+                if watch is not None:  # first, so that a bar drawn after it starts its own line again
+                    watch(rows, done, size)
+                if progress is not None:
+                    progress(done, size)
+
             with text_of(raw, gzipped=gzipped(shown, raw.peek(2)[:2])) as fh:
-                trace = _parse(csv.reader(fh), shown, report, all_zero_ok)
+                trace = _parse(csv.reader(fh), shown, None if size is None or (progress, watch) == (None, None)
+                               else report, all_zero_ok)
         if progress is not None and size is not None:
             progress(size, size)
         return trace
@@ -233,7 +244,7 @@ PROGRESS_ROWS: Final = 1 << 16
 """Rows between two progress reports while reading a trace."""
 
 
-def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | None = None,
+def _parse(rows: Iterator[list[str]], name: str, report: Callable[[int], None] | None = None,
            all_zero_ok: bool = False) -> Trace:
     numbered = numbered_rows(rows)
     header = next(numbered, None)
@@ -281,7 +292,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
         counts.append(r)
         lines.append(line)
         if report is not None and not len(times) % PROGRESS_ROWS:
-            report()
+            report(len(times))
     if not times:
         raise TraceError(lost.refusal(name) or f"{name}: no rows after the header")
     if not np.frombuffer(counts).any():  # a report of nothing read as a result: 0 pod-hours, "0.00 x oracle"

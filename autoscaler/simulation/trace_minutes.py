@@ -108,12 +108,12 @@ def minute_columns(header: Sequence[str]) -> tuple[int, int] | None:
 
 
 def read_minutes(numbered: Iterator[tuple[int, list[str]]], header: Sequence[str], span: tuple[int, int],
-                 name: str, report: Callable[[], None] | None = None, every: int = 1 << 10,
+                 name: str, report: Callable[[int], None] | None = None, every: int = 1 << 10,
                  all_zero_ok: bool = False) -> MinuteRows:
     """The table's cells after its header (`numbered`: rows with their file lines; `span`: its minute columns,
     `minute_columns(header)`); TraceError names the line and minute of the first cell that is not a count.
-    `report()` every `every` rows. A table of nothing but 0 is refused unless `all_zero_ok` (a quiet day among
-    others the converter joins)."""
+    `report(cells)` every `every` rows, with the cells with requests read so far (the trace's rows). A table of
+    nothing but 0 is refused unless `all_zero_ok` (a quiet day among others the converter joins)."""
     first, end = span
     lowered = [h.strip().lower() for h in header]
     at_model = lowered.index(MODEL_COLUMN) if MODEL_COLUMN in lowered else 0
@@ -144,7 +144,7 @@ def read_minutes(numbered: Iterator[tuple[int, list[str]]], header: Sequence[str
         counts.frombytes(cells[busy].tobytes())
         rows += 1
         if report is not None and not rows % every:
-            report()
+            report(len(slots))
     if not rows:
         raise TraceError(f"{name}: no rows after the header")
     slot, model = np.frombuffer(slots, dtype=np.int64), np.frombuffer(models, dtype=np.int64)

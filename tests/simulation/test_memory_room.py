@@ -1,0 +1,70 @@
+"""A trace too big for the memory left is said early, and running out of it is one line, not a traceback.
+
+A day at 1 s of 500 models (43 million rows) needs several GB; the user waited minutes, then the run was
+killed. Run as a user runs it, under a real address-space limit (`ulimit -v`), the one limit a test can give a
+process of its own whatever the machine's memory, set a little above what `simulate` takes before it reads.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.simulation.runs import FAILED, HEADER, REPO, SIMULATE
+
+IMPORTS = ("import re, autoscaler.cli, autoscaler.simulation.cli, autoscaler.simulation.cluster, "
+           "autoscaler.simulation.engine, autoscaler.simulation.report, autoscaler.simulation.trace\n"
+           "print(re.search(r'VmPeak:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1))")
+"""What `simulate` has imported when it reads the trace; prints the process's peak size then, in kB."""
+LIMITED = ("import os, resource, sys\n"
+           "resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))\n"
+           "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])")
+"""Runs the rest of its arguments under an address-space limit of its first, in bytes: `ulimit -v`."""
+
+
+def test_a_trace_too_big_for_the_memory_left_is_said_from_its_first_rows_then_ends_in_one_line(
+        tmp_path: Path) -> None:
+    """1.2 million rows (110 bytes a row: 132 MB) with 48 MiB left: the warning names the estimate, the room and
+    what to do from the first 65,536 rows, not after the whole file; the run then runs out, said in one line."""
+    rows = 1_200_000
+    trace = tmp_path / "day.csv"
+    with trace.open("w") as fh:
+        fh.write(HEADER)
+        fh.writelines(f"{1764547200 + i // 500},model-{i % 500:03d},{1 + i % 7}\n" for i in range(rows))
+    started = int(subprocess.run([sys.executable, "-c", IMPORTS], capture_output=True, text=True, check=True,
+                                 cwd=REPO, timeout=60).stdout)
+    limit = (started + 48 * 1024) * 1024
+    done = subprocess.run([sys.executable, "-c", LIMITED, str(limit), *SIMULATE[1:], "--trace", str(trace), "--out",
+                           str(tmp_path / "out"), "--no-plot", "--quiet"], capture_output=True, text=True, cwd=REPO,
+                          timeout=120)
+    lines = done.stderr.splitlines()
+    [warned] = [at for at, line in enumerate(lines) if line.startswith("simulate: warning: ")]
+    said = lines[warned]
+    estimate = re.search(r"about ([\d.]+) million rows from its first 65,536, needs about (\d+) MB", said)
+    assert estimate is not None, said
+    assert abs(float(estimate.group(1)) - 1.2) <= 0.1 and 110 <= int(estimate.group(2)) <= 150, said
+    room = re.search(r"and ([\d.]+) MB is free here", said)  # 48 MiB (50.3 MB) less what the reading took so far
+    assert room is not None and 30 <= float(room.group(1)) <= 50.3, said
+    assert "coarser step" in said and "fewer models" in said, said
+    assert done.returncode == 1, done.stderr
+    assert lines[warned + 1:] == [f"{FAILED}out of memory (what this machine, the container's memory limit and "
+                                  "`ulimit -v` leave): the trace needs more to simulate; give it a coarser step "
+                                  "(sum the rows into 10 s or 60 s intervals: pandas df.assign(timestamp_s="
+                                  "df.timestamp_s // 60 * 60).groupby(['timestamp_s', 'model'], as_index=False)"
+                                  ".sum()), fewer models (the busiest) or a shorter stretch of it, or run it where "
+                                  "more memory is free"], done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_trace_that_fits_is_read_without_a_word_of_memory(tmp_path: Path) -> None:
+    """The same reading with room for it (the machine's own memory): no warning."""
+    trace = tmp_path / "day.csv"
+    with trace.open("w") as fh:
+        fh.write(HEADER)
+        fh.writelines(f"{1764547200 + i // 50},model-{i % 50:03d},{1 + i % 7}\n" for i in range(140_000))
+    done = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--no-plot", "--quiet",
+                           "--policies", "fixed"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "memory" not in done.stderr, done.stderr
