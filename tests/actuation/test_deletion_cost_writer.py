@@ -208,7 +208,7 @@ async def test_conflicts_throttling_and_server_errors_are_retried_with_backoff(
 ) -> None:
     add_pods(kube, ["pod-a"])
     writer, metrics = make_writer(kube_client, clock)
-    kube.fail("/pods/pod-a$", status, times=2, retry_after=3)
+    kube.fail("/pods/pod-a$", status, times=2, retry_after=3 if status == 429 else None)
     writer.offer(views_of({"pod-a": 700}))
 
     await writer.sync()  # fails; next try after the first backoff (1 s; 3 s when the server says Retry-After: 3)
