@@ -96,10 +96,29 @@ def scatter_problem(t: np.ndarray, model: np.ndarray, models: Sequence[str], dis
         how = (f"the models' rows are spread over the step, each at its own offset in it, as each target's own "
                f"scrape time is{either} ({where})")
     scraped = "if they are scrape times, round" if keep else "round"
+    rounding = (f"down to the {step:g} s step (pandas: .dt.floor('{step:g}s'), not .dt.round, which would put two "
+                "of a model's rows in one step; then sum by timestamp_s and model)" if _rounds_down(t, model, step)
+                else f"to the {step:g} s step (pandas: .dt.round('{step:g}s'), then sum by timestamp_s and model)")
     return (f"each model's rows are about {step:g} s apart, but {how}: read as they are, the step would be the "
             f"smallest gap between two rows ({interval:.3g} s) and each row's requests would arrive within it; "
-            f"{scraped} every timestamp to the {step:g} s step (pandas: .dt.round('{step:g}s'), then sum by "
-            f"timestamp_s and model), or export with query_range, whose steps are exact{keep}")
+            f"{scraped} every timestamp {rounding}, or export with query_range, whose steps are exact{keep}")
+
+
+def _rounds_down(t: np.ndarray, model: np.ndarray, step: float) -> bool:
+    """Whether flooring the timestamps to `step` keeps more of each model's rows a step apart than rounding
+    does. Rounding suits rows around the step's multiples, but pandas' `.dt.round` rounds half to even: a model
+    polled at :05 of every 10 s went to :00, :20, :20, :40, and the trace so rounded read as a 20 s one with a row
+    off it, refused again. Flooring splits rows around the multiples instead, so the one of the two that merges
+    fewer of a model's consecutive rows into one step is named (`np.rint` rounds half to even as pandas does)."""
+    by_model = np.argsort(model, kind="stable")  # rows are in time order: each model's rows stay so
+    same = model[by_model][1:] == model[by_model][:-1]
+    at = t[by_model] / step
+    del by_model
+
+    def merged(slots: np.ndarray) -> int:
+        return int((same & (slots[1:] == slots[:-1])).sum())
+
+    return merged(np.floor(at)) < merged(np.rint(at))
 
 
 def _on_whole_minutes(distinct: np.ndarray) -> bool:

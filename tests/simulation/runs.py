@@ -4,6 +4,8 @@ files fed to them and the report `simulate` writes."""
 from __future__ import annotations
 
 import json
+import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +16,8 @@ SIMULATE = [sys.executable, "-m", "autoscaler.cli", "simulate"]
 HEADER = "timestamp_s,model,requests\n"
 FAILED = "modelmesh-autoscaler simulate: error: "
 """How every error of `simulate` starts, its flags' (argparse's) and its inputs' alike."""
+ROUND = re.compile(r"round every timestamp (down )?to (?:the|a) (\d+) s step")
+"""A refusal's rounding: "down" (`.dt.floor`) or not (`.dt.round`), and the step."""
 
 
 def write_trace(tmp_path: Path, rows: str) -> Path:
@@ -46,3 +50,16 @@ def run_module(module: str, *args: str | Path, timeout: float = 60) -> subproces
 def convert(*args: str | Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """The request-log converter, `python -m autoscaler.simulation.request_log *args`."""
     return run_module("autoscaler.simulation.request_log", *args, timeout=timeout)
+
+
+def rounded(text: str, said: re.Match[str]) -> str:
+    """The rows `text` with every timestamp rounded (or floored, "down") to the step a refusal names (`ROUND`),
+    summed by timestamp and model, as its pandas line does: `.dt.round` rounds half to even (a row at :05 to :00,
+    one at :15 to :20), as Python's `round` does."""
+    step = int(said.group(2))
+    summed: dict[tuple[int, str], float] = {}
+    for row in text.splitlines():
+        t, model, requests = row.split(",")
+        at = step * (math.floor(float(t) / step) if said.group(1) else round(float(t) / step))
+        summed[(at, model)] = summed.get((at, model), 0.0) + float(requests)
+    return "".join(f"{t},{model},{requests:g}\n" for (t, model), requests in sorted(summed.items()))

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.simulation.trace import TraceError, read_csv
-from tests.simulation.runs import FAILED, report, simulate, write_trace
+from tests.simulation.runs import FAILED, ROUND, report, rounded, simulate, write_trace
 
 EPOCH = 1764547200  # 2025-12-01T00:00:00Z
 
@@ -190,17 +190,25 @@ def offsets_cut_to_whole_seconds(step: int, offsets: list[float], steps: int, se
 def test_own_offsets_cut_to_whole_seconds_are_told_the_step_to_round_to(tmp_path: Path, step: int) -> None:
     """Twelve targets each at its own second of the step, exactly a step apart once cut to whole seconds: read
     as a 1 s trace with no word (only the --tick warning; maxReplicas 192 and 480 fixed pod-hours where 20 and 48
-    serve); now refused naming the step and how to round to it."""
+    serve); now refused naming the step and how to round to it. Two of the 60 s targets are at 30 s once cut:
+    told `.dt.round('60s')`, which rounds half to even, each of theirs went to alternate minutes, two scrapes in one
+    and none in the next; the rounding named keeps every target's scrapes a minute apart."""
     rng = random.Random(11)
     offsets = [rng.uniform(0, step) for _ in range(12)]
-    trace = write_trace(tmp_path, offsets_cut_to_whole_seconds(step, offsets, 3600 // step, seed=11))
+    rows = offsets_cut_to_whole_seconds(step, offsets, 3600 // step, seed=11)
+    trace = write_trace(tmp_path, rows)
     result = simulate(tmp_path, trace)
     assert result.returncode == 2, result.stderr
     [line] = result.stderr.splitlines()
     assert line.startswith(FAILED + f"{trace}: each model's rows are about {step} s apart, but the models' rows are "
                            "spread over the step, each at its own offset in it"), line
-    assert f".dt.round('{step}s')" in line, line
     assert not (tmp_path / "out" / "report.json").exists()
+    said = ROUND.search(line)
+    assert said is not None and int(said.group(2)) == step, line
+    fixed = rounded(rows, said)
+    assert fixed.count("\n") == rows.count("\n"), line  # no two of a target's scrapes in one step
+    read = read_csv(write_trace(tmp_path, fixed))
+    assert read.interval_s == step and read.total_requests == sum(int(r.split(",")[2]) for r in rows.splitlines())
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -218,10 +226,13 @@ def test_any_targets_at_their_own_whole_seconds_are_refused_naming_their_step(tm
     # as likely and read so: nothing in the rows tells them apart.
     ordered = sorted(seconds)
     assume(len({(b - a) % step for a, b in zip(ordered, ordered[1:] + ordered[:1], strict=True)}) >= 2)
-    trace = write_trace(tmp_path, offsets_cut_to_whole_seconds(step, offsets, 40, seed))
+    rows = offsets_cut_to_whole_seconds(step, offsets, 40, seed)
     with pytest.raises(TraceError, match=f"each model's rows are about {step} s apart") as refused:
-        read_csv(trace)
-    assert f".dt.round('{step}s')" in str(refused.value)
+        read_csv(write_trace(tmp_path, rows))
+    said = ROUND.search(str(refused.value))
+    assert said is not None and int(said.group(2)) == step, refused.value
+    read = read_csv(write_trace(tmp_path, rounded(rows, said)))  # a target at half the step: .dt.round split it
+    assert read.interval_s == step and read.total_requests == sum(int(r.split(",")[2]) for r in rows.splitlines())
 
 
 def test_timer_functions_every_few_minutes_at_their_own_minutes_still_read_at_the_minute(tmp_path: Path) -> None:

@@ -9,22 +9,20 @@ was told only to export at 10 min or less, which it already was: the row of 0 th
 
 from __future__ import annotations
 
-import math
 import random
 import re
 from collections import Counter
 from pathlib import Path
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.simulation.trace import Trace, TraceError, read_csv
-from tests.simulation.runs import FAILED, report, simulate, write_trace
+from tests.simulation.runs import FAILED, ROUND, report, rounded, simulate, write_trace
 
 EPOCH = 1764547200  # 2025-12-01T00:00:00Z
 MILLIS = "these look like milliseconds since the epoch; divide timestamp_s by 1000"
 ROW_OF_0 = re.compile(r"add a row of 0 requests (?:for model '([^']+)' )?at (\d+(?:\.\d+)?)")
-ROUND = re.compile(r"round every timestamp (down )?to (?:the|a) (\d+) s step")
 INTERVALS_PER_TIMESTAMP = 1000
 """The most intervals a trace may read as for each of its timestamps once a refusal's row of 0 is added..."""
 WEEK_AT_1S = 7 * 86400
@@ -92,18 +90,6 @@ def with_row_of_0(text: str, said: re.Match[str]) -> str:
     """The trace with the row of 0 a refusal names (for its model, or the first row's: "any model")."""
     model = said.group(1) or text.split(",", 2)[1]
     return text + f"{said.group(2)},{model},0\n"
-
-
-def rounded(text: str, said: re.Match[str]) -> str:
-    """The trace with every timestamp rounded (or floored, "down") to the step a refusal names, summed by
-    timestamp and model, as its pandas line does."""
-    step = int(said.group(2))
-    summed: dict[tuple[int, str], float] = {}
-    for row in text.splitlines():
-        t, model, requests = row.split(",")
-        at = step * (math.floor(float(t) / step) if said.group(1) else round(float(t) / step))
-        summed[(at, model)] = summed.get((at, model), 0.0) + float(requests)
-    return "".join(f"{t},{model},{requests:g}\n" for (t, model), requests in sorted(summed.items()))
 
 
 def follow(text: str, message: str) -> list[str]:
@@ -176,8 +162,14 @@ TIMESTAMPS = st.lists(st.tuples(st.integers(0, 400), st.sampled_from(["a", "b", 
                       unique=True)
 
 
+POLLED_AT_5 = "".join(f"{t},poller,1\n" for t in sorted({EPOCH, EPOCH + 26, *range(EPOCH + 5, EPOCH + 300, 10)}))
+"""One model polled every 10 s at :05, :15, ... and two requests besides (at :00 and :26): a request log a
+scraper's times look like."""
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(trace=traces())
+@example(trace=("poller with extras", POLLED_AT_5, False))
 def test_every_way_through_a_refusal_reads_the_trace_at_a_sane_length(
         tmp_path: Path, trace: tuple[str, str, bool]) -> None:
     """Whatever trace is refused (rows on a grid or jittered or at their own offsets, a poller with a few other
@@ -225,6 +217,23 @@ def test_a_sparse_log_over_two_days_is_told_a_way_through_that_reads(tmp_path: P
     result = simulate(tmp_path, write_trace(tmp_path, pinned), "--policies", "mean-hpa")
     assert result.returncode == 0, result.stderr
     assert report(tmp_path)["trace"]["interval_s"] == 1 and report(tmp_path)["trace"]["requests"] == 50
+
+
+def test_a_poller_half_way_into_its_step_is_told_a_rounding_that_reads_at_its_step(tmp_path: Path) -> None:
+    """A model polled every 10 s at :05 of each step, two requests besides: told "round every timestamp to the
+    10 s step (pandas: .dt.round('10s'))", which rounds half to even, :05 to :00 and :15 to :20, and followed,
+    refused as "line 4: timestamp 1764547230 is off the 20 s step". The rounding named keeps one row every 10 s,
+    and the trace so rounded replays every request at 10 s."""
+    result = simulate(tmp_path, write_trace(tmp_path, POLLED_AT_5))
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert "each model's rows are about 10 s apart" in line, line
+    said = ROUND.search(line)
+    assert said is not None and said.group(2) == "10", line
+    result = simulate(tmp_path, write_trace(tmp_path, rounded(POLLED_AT_5, said)), "--policies", "fixed")
+    assert result.returncode == 0, result.stderr
+    assert report(tmp_path)["trace"]["interval_s"] == 10 and report(tmp_path)["trace"]["requests"] == 32
+    assert "round every timestamp down to the 10 s step (pandas: .dt.floor('10s')" in line, line
 
 
 def one_target(step: int, offset_ms: int, jitter_ms: int, scrapes: int, seed: int) -> str:
