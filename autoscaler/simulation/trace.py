@@ -28,6 +28,7 @@ import csv
 import io
 import math
 import os
+import stat
 import sys
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -207,8 +208,7 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
     shown = STDIN_NAME if piped else name
     try:
         with unpacking(shown), (_standard_input() if piped else open(name, "rb")) as raw:
-            # A pipe's size is not known ahead: no progress there, nor estimate of its rows
-            size = None if piped else os.fstat(raw.fileno()).st_size
+            size = _known_size(raw)
             watch = None if warn is None or size is None else MemoryWatch(shown, warn)
 
             def report(rows: int) -> None:
@@ -229,6 +229,14 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
         raise TraceError(f"{shown}: cannot read trace: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise TraceError(not_utf8(shown)) from exc
+
+
+def _known_size(raw: io.BufferedReader) -> int | None:
+    """The file's size where it is a file; None for a pipe, standard input or one named by its path (`--trace
+    /dev/stdin`, bash's `<(zcat day.csv.gz)`, a FIFO), whose size reads 0 and which cannot say where it is
+    (`tell()`: "Illegal seek"): no progress there, nor estimate of its rows."""
+    status = os.fstat(raw.fileno())
+    return status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
 def _standard_input() -> contextlib.AbstractContextManager[io.BufferedReader]:
