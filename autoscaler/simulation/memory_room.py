@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
+from autoscaler.simulation.cgroup_room import cgroup_room
+
 ROW_BYTES: Final = 110
 """The most a trace row takes over a whole run, as measured (6 December 2026, docs/simulation.md): 2.5 M rows of
 500 models at 60 s 94 bytes a row (max RSS less a three-row run's), 2 M rows at 1 s 72; reading rows not in time
@@ -40,28 +42,6 @@ def _meminfo_available() -> int | None:
         return None
 
 
-def _cgroup_room() -> int | None:
-    """What the process's cgroup (v2) and those above it allow more than they use (a container's memory limit,
-    which MemAvailable, the node's, does not show), the least of them; None where none has a limit."""
-    try:
-        line = next(line for line in Path("/proc/self/cgroup").read_text().splitlines() if line.startswith("0::"))
-    except (OSError, StopIteration):
-        return None
-    rooms = []
-    group = Path("/sys/fs/cgroup") / line[3:].lstrip("/")
-    for folder in (group, *group.parents):
-        try:
-            limit = (folder / "memory.max").read_text().strip()
-            used = int((folder / "memory.current").read_text())
-        except (OSError, ValueError):
-            continue
-        if limit.isdigit():
-            rooms.append(int(limit) - used)
-        if folder == Path("/sys/fs/cgroup"):
-            break
-    return min(rooms) if rooms else None
-
-
 def _address_space_room() -> int | None:
     """What the address-space limit (`ulimit -v`, RLIMIT_AS) leaves past the process's present size; None where it
     has none."""
@@ -79,7 +59,7 @@ def _address_space_room() -> int | None:
 def room_bytes() -> int | None:
     """The memory the run may still take: the least of the machine's available memory, the cgroup's room and the
     address-space limit's; None where none is known."""
-    rooms = [room for room in (_meminfo_available(), _cgroup_room(), _address_space_room()) if room is not None]
+    rooms = [room for room in (_meminfo_available(), cgroup_room(), _address_space_room()) if room is not None]
     return max(0, min(rooms)) if rooms else None
 
 
