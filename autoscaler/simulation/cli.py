@@ -254,7 +254,7 @@ def _synthetic(args: argparse.Namespace, name: str) -> Any:
 
 def _load_trace(args: argparse.Namespace, warn: Callable[[str], None]) -> tuple[Trace, str]:
     """The trace and how the report names it; `warn`: what the reading says before it is done (a file too big for
-    the memory left), on a line of its own under a bar left short of its end."""
+    the memory left: on stderr only), on a line of its own under a bar left short of its end."""
     from autoscaler.simulation.trace import STDIN, STDIN_NAME, read_csv, synthetic
 
     def warn_now(message: str) -> None:
@@ -324,15 +324,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     _synthetic_only(args)
     warnings: list[str] = []
 
+    def say(message: str) -> None:
+        """A warning about this machine, not the run (the memory it has free): on stderr only, so that reports of
+        the same trace are the same wherever they ran, and a run that finished carries no "may be killed"."""
+        print(f"simulate: warning: {message}", file=sys.stderr)
+
     def warn(message: str) -> None:
         """What the run does not take as given: said on stderr, kept in the report (which outlives the
         terminal), and the run goes on."""
-        print(f"simulate: warning: {message}", file=sys.stderr)
+        say(message)
         warnings.append(message)
 
     policy = _policy_and_warnings(args, warn)
     behavior, hpa_spec, bounds = _behavior(args.hpa_behavior)
-    trace, source = _load_trace(args, warn)
+    trace, source = _load_trace(args, say)
     for note in trace.notes:
         warn(note)
     shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, load_time_s=args.load_time,

@@ -68,3 +68,32 @@ def test_a_trace_that_fits_is_read_without_a_word_of_memory(tmp_path: Path) -> N
                            "--policies", "fixed"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "memory" not in done.stderr, done.stderr
+
+
+def test_the_memory_warning_stays_on_stderr_out_of_the_report_of_a_run_that_finished(tmp_path: Path) -> None:
+    """A file whose first rows make it look big (70,000 rows, then 120 MB of blank spreadsheet rows) warned
+    under a limit of 200 MiB, and finished: the warning is said, but the report, the same trace's on any
+    machine, does not carry what this machine had free."""
+    trace = tmp_path / "day.csv"
+    with trace.open("w") as fh:
+        fh.write(HEADER)
+        fh.writelines(f"{1764547200 + i // 100},model-{i % 100:02d},{1 + i % 7}\n" for i in range(70_000))
+        fh.writelines(f"{' ' * 10_000},{' ' * 10_000},\n" for _ in range(6_000))
+    started = int(subprocess.run([sys.executable, "-c", IMPORTS], capture_output=True, text=True, check=True,
+                                 cwd=REPO, timeout=60).stdout)
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-c", LIMITED, str((started + 200 * 1024) * 1024), *SIMULATE[1:],
+                           "--trace", str(trace), "--out", str(out), "--no-plot", "--quiet", "--policies", "fixed"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "is free here" in done.stderr and "may be killed for memory" in done.stderr, done.stderr
+    roomy = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "roomy"), "--no-plot",
+                            "--quiet", "--policies", "fixed"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert roomy.returncode == 0 and "is free here" not in roomy.stderr, roomy.stderr
+    for name in ("report.json", "report.md"):
+        assert _steady(out / name) == _steady(tmp_path / "roomy" / name), name
+
+
+def _steady(report: Path) -> str:
+    """A report without what differs run to run (each policy's wall time) nor the folder it was written to."""
+    return re.sub(r"(wall_seconds\W+)[\d.e-]+|\S*/(out|roomy)\b", r"\1", report.read_text())
