@@ -26,7 +26,7 @@ from autoscaler.simulation.figures import figure
 from autoscaler.simulation.goal_ceiling import goal_ceiling_text
 from autoscaler.simulation.hpa import SYNC_PERIOD_S, Behavior
 from autoscaler.simulation.hpa_manifest import behavior_from_manifest, hpa_of_scaled_object
-from autoscaler.simulation.memory_room import ADVICE, LIMITS
+from autoscaler.simulation.memory_room import ADVICE, LIMITS, SYNTHETIC_ADVICE
 from autoscaler.simulation.outputs import discard, write_together
 from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.rate_check import RATE_CHECK_S
@@ -530,13 +530,21 @@ def run_simulate(args: argparse.Namespace) -> int:
     except MemoryError:  # under `ulimit -v` (the kernel's OOM killer says nothing: `MemoryWatch` warns before)
         _remove_made(made)
         ProgressBar.end_line()
-        print(f"{ERROR}out of memory ({LIMITS}): the trace needs more to simulate; {ADVICE}", file=sys.stderr)
+        print(f"{ERROR}out of memory ({LIMITS}): {_out_of_memory_advice(args)}", file=sys.stderr)
         return 1
     try:
         _print_summary(args, report)
     except BrokenPipeError:
         return _closed_pipe()
     return 0
+
+
+def _out_of_memory_advice(args: argparse.Namespace) -> str:
+    """What needed the memory and what to do: a trace file is made coarser or shorter, a synthetic one smaller."""
+    if args.trace is not None:
+        return f"the trace needs more to simulate; {ADVICE}"
+    models, hours = _synthetic(args, "models"), _synthetic(args, "hours")
+    return f"the synthetic trace of {models:,} models over {hours:g} hours needs more to simulate; {SYNTHETIC_ADVICE}"
 
 
 def _print_summary(args: argparse.Namespace, report: dict[str, Any]) -> None:

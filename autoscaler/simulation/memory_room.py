@@ -68,6 +68,8 @@ ADVICE: Final = ("give it a coarser step (sum the rows into 10 s or 60 s interva
                   "as_index=False).sum()), fewer models (the busiest) or a shorter stretch of it, or run it where "
                   "more memory is free")
 """What to do about a trace too big for the memory there is: in the warning, and in the error where it ran out."""
+SYNTHETIC_ADVICE: Final = "give it fewer --models or --hours, or run it where more memory is free"
+"""What to do where a `--synthetic` run ran out: it has no rows to make coarser."""
 LIMITS: Final = "what this machine, the container's memory limit and `ulimit -v` leave"
 
 

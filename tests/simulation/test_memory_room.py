@@ -97,3 +97,19 @@ def test_the_memory_warning_stays_on_stderr_out_of_the_report_of_a_run_that_fini
 def _steady(report: Path) -> str:
     """A report without what differs run to run (each policy's wall time) nor the folder it was written to."""
     return re.sub(r"(wall_seconds\W+)[\d.e-]+|\S*/(out|roomy)\b", r"\1", report.read_text())
+
+
+def test_a_synthetic_run_out_of_memory_is_told_to_take_fewer_models_or_hours(tmp_path: Path) -> None:
+    """`--synthetic` has no trace to make coarser: it was told to sum a trace's rows with pandas; it is told to
+    give fewer --models or --hours."""
+    started = int(subprocess.run([sys.executable, "-c", IMPORTS], capture_output=True, text=True, check=True,
+                                 cwd=REPO, timeout=60).stdout)
+    done = subprocess.run([sys.executable, "-c", LIMITED, str((started + 48 * 1024) * 1024), *SIMULATE[1:],
+                           "--synthetic", "--models", "2000", "--hours", "24", "--out", str(tmp_path / "out"),
+                           "--no-plot", "--quiet"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        f"{FAILED}out of memory (what this machine, the container's memory limit and `ulimit -v` leave): the "
+        "synthetic trace of 2,000 models over 24 hours needs more to simulate; give it fewer --models or --hours, "
+        "or run it where more memory is free"), done.stderr
+    assert not (tmp_path / "out").exists()
