@@ -3,8 +3,10 @@
 Read from the process's cgroup and those above it, v2 (`memory.max`, `memory.current`) and v1 (a Docker
 `--memory` on a v1 host: `memory.limit_in_bytes`, `memory.usage_in_bytes`), the least room of those with a
 limit. Their usage counts the page cache of files read (a pod that has just downloaded its export holds GBs
-of it), which the kernel takes back before it kills for memory: the inactive file pages of `memory.stat` are
-counted as room, as the kubelet's working set and the kernel's MemAvailable count them. Where the cgroup
+of it), which the kernel takes back before it kills for memory: the file pages of `memory.stat`, active and
+inactive, are counted as room. A file read twice (a `wc -l` first, or a second run) moves its pages to the
+active list, so counting the inactive ones alone (the kubelet's working set) warned "100 MB free" of a 4 GiB
+pod again at the third run; the kernel's MemAvailable counts both too. Where the cgroup
 files live is a parameter, so that a test points it at a tree of its own, as `ProcessCollector(proc=...)` does.
 """
 
@@ -24,7 +26,8 @@ V1_NO_LIMIT: Final = 1 << 62
 
 def cgroup_room(membership: Path = MEMBERSHIP, mount: Path = MOUNT) -> int | None:
     """The least of what the process's cgroups and those above them allow more than they hold (less their
-    reclaimable page cache); None where none has a limit or none can be read."""
+    page cache, which the kernel reclaims first), never below 0 (a group over its limit, as v2 allows for a
+    moment); None where none has a limit or none can be read."""
     try:
         lines = membership.read_text().splitlines()
     except OSError:
@@ -60,7 +63,7 @@ def _v2_room(folder: Path) -> int | None:
         return None
     if not limit.isdigit():  # "max"
         return None
-    return int(limit) - max(0, used - _stat(folder, "inactive_file"))
+    return max(0, int(limit) - max(0, used - _stat(folder, "inactive_file") - _stat(folder, "active_file")))
 
 
 def _v1_room(folder: Path) -> int | None:
@@ -72,7 +75,9 @@ def _v1_room(folder: Path) -> int | None:
     if limit >= V1_NO_LIMIT:
         return None
     # total_: the group's and its children's, as its usage is; a kernel without the hierarchy has only its own
-    return limit - max(0, used - (_stat(folder, "total_inactive_file") or _stat(folder, "inactive_file")))
+    cache = (_stat(folder, "total_inactive_file") + _stat(folder, "total_active_file")
+             or _stat(folder, "inactive_file") + _stat(folder, "active_file"))
+    return max(0, limit - max(0, used - cache))
 
 
 def _stat(folder: Path, key: str) -> int:

@@ -63,7 +63,9 @@ def test_a_named_pipe_is_read_as_standard_input_is(tmp_path: Path) -> None:
         with fifo.open("wb") as fh:
             fh.write(body)
 
-    writer = threading.Thread(target=feed)
+    # A daemon: a simulate that never opened the FIFO leaves it blocked in open(), which must fail the test, not
+    # hang the worker as it exits
+    writer = threading.Thread(target=feed, daemon=True)
     writer.start()
     try:
         done = _run(tmp_path / "out", str(fifo), None)
