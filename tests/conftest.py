@@ -5,7 +5,7 @@ timing assertion, which the tests never make. On the two-core CI machine with th
 example of `test_open_paths` once took 632 ms and failed the suite. The project's profile drops the deadline
 everywhere (the tests that said `deadline=None` each still may).
 
-The order (`./run test`: `-n 3 --dist loadfile`).
+The order (`./run test`: `-n 6 --dist loadfile`).
 
 xdist's own order gives the files with the most tests first, so the end-to-end files of one or two long tests
 (a minute of real processes each) came last, and one of them could run alone on one worker while the other

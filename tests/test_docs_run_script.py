@@ -8,11 +8,11 @@ import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-WORDS = {"one": 1, "two": 2, "three": 3, "four": 4}
+WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
 
 
 def files_at_a_time(text: str) -> int:
-    found = re.search(r"\b(one|two|three|four|\d+) (?:test )?files at a time", " ".join(text.split()))
+    found = re.search(rf"\b({'|'.join(WORDS)}|\d+) (?:test )?files at a time", " ".join(text.split()))
     assert found, text
     return WORDS.get(found.group(1)) or int(found.group(1))
 
