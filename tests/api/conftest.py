@@ -25,6 +25,7 @@ from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
 from tests.api.builders import KEY, Pki, refresher_with, runtime_view
 from tests.fakes.kube import FakeKubeApi
+from tests.support.kubectl import write_kubeconfig
 
 
 @pytest.fixture(scope="session")
@@ -167,3 +168,11 @@ async def raw_api_port(request: pytest.FixtureRequest, pki: Pki) -> AsyncIterato
     app = build_api_app(refresher, refresher.metrics)
     async with listening(app, pki.server_context(), dispatch=request.param == "dispatched") as bound:
         yield bound
+
+
+@pytest.fixture
+async def kubeconfig(pki: Pki, tmp_path: Path) -> AsyncIterator[Path]:
+    """A kubeconfig for the real kubectl, at an API without authentication serving one runtime (`KEY`) over TLS."""
+    refresher = refresher_with(runtime_view(KEY))
+    async with listening(build_api_app(refresher, refresher.metrics), pki.server_context()) as port:
+        yield write_kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{port}")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,9 +23,9 @@ from autoscaler.api.app import build_api_app
 from autoscaler.api.status import REASONS, status_body
 from autoscaler.model import RuntimeKey
 from exporter.log_limit import LogLimiter
-from tests.api.builders import DEPLOYMENT, KEY, NAMESPACE, Pki, refresher_with, runtime_view
+from tests.api.builders import DEPLOYMENT, NAMESPACE, Pki, refresher_with, runtime_view
 from tests.api.conftest import listening
-from tests.support.kubectl import get_raw, write_kubeconfig
+from tests.support.kubectl import get_raw, kubectl_error, write_kubeconfig
 
 GROUP_VERSION = "/apis/external.metrics.k8s.io/v1beta1"
 METRIC = f"{GROUP_VERSION}/namespaces/{NAMESPACE}/modelmesh_desired_replicas"
@@ -38,20 +37,6 @@ METAV1_REASONS = frozenset({
 })
 """The `StatusReason` constants of k8s.io/apimachinery/pkg/apis/meta/v1/types.go (plus `StatusReasonUnknown`,
 the empty string, which a Status leaves out)."""
-
-
-@pytest.fixture
-async def kubeconfig(pki: Pki, tmp_path: Path) -> AsyncIterator[Path]:
-    refresher = refresher_with(runtime_view(KEY))
-    async with listening(build_api_app(refresher, refresher.metrics), pki.server_context()) as port:
-        yield write_kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{port}")
-
-
-async def kubectl(kubeconfig: Path, path: str) -> str:
-    """kubectl's error line for `get --raw PATH` (it must fail)."""
-    code, said = await asyncio.to_thread(get_raw, kubeconfig, path)
-    assert code != 0, said
-    return str(said).strip()
 
 
 def test_every_reason_the_api_gives_is_a_kubernetes_status_reason() -> None:
@@ -79,25 +64,25 @@ def test_codes_kubernetes_has_no_reason_for_are_said_as_kubernetes_says_them() -
 
 
 async def test_a_selector_over_the_line_limit_is_a_bad_request_that_names_the_limit(kubeconfig: Path) -> None:
-    said = await kubectl(kubeconfig, f"{METRIC}?labelSelector=deployment%3D{'a' * 9000}")
+    said = await kubectl_error(kubeconfig, f"{METRIC}?labelSelector=deployment%3D{'a' * 9000}")
     assert said.startswith("Error from server (BadRequest): "), said
     assert "8190 bytes" in said and "labelSelector" in said, said
 
 
 async def test_a_metric_path_without_a_namespace_says_where_metrics_are(kubeconfig: Path) -> None:
-    said = await kubectl(kubeconfig, f"{GROUP_VERSION}/modelmesh_desired_replicas")
+    said = await kubectl_error(kubeconfig, f"{GROUP_VERSION}/modelmesh_desired_replicas")
     assert said.startswith("Error from server (NotFound): "), said
     assert f"{GROUP_VERSION}/namespaces/<namespace>/<metric>?labelSelector=deployment=<Deployment name>" in said, said
 
 
 async def test_another_version_of_the_group_names_the_one_served(kubeconfig: Path) -> None:
-    said = await kubectl(kubeconfig, "/apis/external.metrics.k8s.io/v1beta2/namespaces/ml/modelmesh_gpu_busy")
+    said = await kubectl_error(kubeconfig, "/apis/external.metrics.k8s.io/v1beta2/namespaces/ml/modelmesh_gpu_busy")
     assert said.startswith("Error from server (NotFound): "), said
     assert "external.metrics.k8s.io/v1beta1" in said, said
 
 
 async def test_a_debug_path_without_a_deployment_says_what_it_takes(kubeconfig: Path) -> None:
-    said = await kubectl(kubeconfig, f"/debug/runtimes/{NAMESPACE}")
+    said = await kubectl_error(kubeconfig, f"/debug/runtimes/{NAMESPACE}")
     assert said.startswith("Error from server (NotFound): "), said
     assert "/debug/runtimes/<namespace>/<deployment>" in said, said
 
@@ -121,7 +106,7 @@ async def test_a_debug_path_without_a_deployment_says_what_it_takes(kubeconfig: 
     ("?labelSelector=deployment%3Dnope", "NotFound", f"runtime {NAMESPACE}/nope is not known"),
 ])
 async def test_bad_selectors_say_what_to_write(kubeconfig: Path, query: str, reason: str, says: str) -> None:
-    said = await kubectl(kubeconfig, METRIC + query)
+    said = await kubectl_error(kubeconfig, METRIC + query)
     assert said.startswith(f"Error from server ({reason}): "), said
     assert says in said, said
     if reason == "BadRequest":
@@ -137,7 +122,7 @@ async def test_a_field_selector_kube_apiserver_refuses_is_refused_in_its_words(k
                                                                               says: str) -> None:
     """A `fieldSelector` was ignored and the metric served as if it had selected something; kube-apiserver's
     list handler answers 400 with `fields.ParseSelector`'s or the field conversion's error."""
-    said = await kubectl(kubeconfig, f"{METRIC}?labelSelector=deployment%3D{DEPLOYMENT}{query}")
+    said = await kubectl_error(kubeconfig, f"{METRIC}?labelSelector=deployment%3D{DEPLOYMENT}{query}")
     assert said == f"Error from server (BadRequest): {says}"
 
 
@@ -151,8 +136,8 @@ async def test_selector_requirements_hold_together_as_kubernetes_ands_them(kubec
 
 
 async def test_an_unknown_metric_lists_the_served_ones(kubeconfig: Path) -> None:
-    said = await kubectl(kubeconfig, f"{GROUP_VERSION}/namespaces/{NAMESPACE}/modelmesh_gpu?labelSelector="
-                                     f"deployment%3D{DEPLOYMENT}")
+    said = await kubectl_error(kubeconfig, f"{GROUP_VERSION}/namespaces/{NAMESPACE}/modelmesh_gpu?labelSelector="
+                                           f"deployment%3D{DEPLOYMENT}")
     assert said.startswith("Error from server (NotFound): "), said
     assert "available: modelmesh_desired_replicas, modelmesh_gpu_busy" in said, said
 
@@ -165,12 +150,12 @@ async def test_a_runtime_asked_in_the_wrong_namespace_is_placed_in_the_log_not_t
     caplog.set_level(logging.INFO, logger="autoscaler.api.handlers")
     monkeypatch.setattr(handlers, "_ELSEWHERE_LOG", LogLimiter(600.0))  # another test may have asked it
     for _ in range(2):
-        said = await kubectl(kubeconfig, f"{GROUP_VERSION}/namespaces/default/modelmesh_desired_replicas"
-                                         f"?labelSelector=deployment%3D{DEPLOYMENT}")
+        said = await kubectl_error(kubeconfig, f"{GROUP_VERSION}/namespaces/default/modelmesh_desired_replicas"
+                                               f"?labelSelector=deployment%3D{DEPLOYMENT}")
         assert said.startswith("Error from server (NotFound): "), said
         # the same answer as for a name known nowhere: nothing tells that it exists elsewhere
-        unknown = await kubectl(kubeconfig, f"{GROUP_VERSION}/namespaces/default/modelmesh_desired_replicas"
-                                            "?labelSelector=deployment%3Dnope")
+        unknown = await kubectl_error(kubeconfig, f"{GROUP_VERSION}/namespaces/default/modelmesh_desired_replicas"
+                                                  "?labelSelector=deployment%3Dnope")
         assert said == unknown.replace("nope", DEPLOYMENT), (said, unknown)
     placed = [r.getMessage() for r in caplog.records if "the adapter knows" in r.getMessage()]
     assert placed == [f"404 for runtime '{DEPLOYMENT}' in namespace 'default': the adapter knows '{DEPLOYMENT}' "
@@ -186,7 +171,7 @@ async def test_a_runtime_known_in_many_namespaces_is_placed_in_the_first_three_a
     refresher = refresher_with(*(runtime_view(RuntimeKey(f"team-{n}", DEPLOYMENT)) for n in range(5)))
     async with listening(build_api_app(refresher, refresher.metrics), pki.server_context()) as port:
         kubeconfig = write_kubeconfig(tmp_path / "teams.kubeconfig", f"https://127.0.0.1:{port}")
-        said = await kubectl(kubeconfig, f"{METRIC}?labelSelector=deployment%3D{DEPLOYMENT}")
+        said = await kubectl_error(kubeconfig, f"{METRIC}?labelSelector=deployment%3D{DEPLOYMENT}")
     assert said.startswith("Error from server (NotFound): "), said
     placed = [r.getMessage() for r in caplog.records if "the adapter knows" in r.getMessage()]
     assert placed == [f"404 for runtime '{DEPLOYMENT}' in namespace '{NAMESPACE}': the adapter knows '{DEPLOYMENT}' "
@@ -200,8 +185,8 @@ async def test_a_runtime_asked_in_many_made_up_namespaces_is_one_log_line(
     caplog.set_level(logging.INFO, logger="autoscaler.api.handlers")
     monkeypatch.setattr(handlers, "_ELSEWHERE_LOG", LogLimiter(600.0))
     for guess in range(12):
-        said = await kubectl(kubeconfig, f"{GROUP_VERSION}/namespaces/guess-{guess}/modelmesh_desired_replicas"
-                                         f"?labelSelector=deployment%3D{DEPLOYMENT}")
+        said = await kubectl_error(kubeconfig, f"{GROUP_VERSION}/namespaces/guess-{guess}/modelmesh_desired_replicas"
+                                               f"?labelSelector=deployment%3D{DEPLOYMENT}")
         assert said.startswith("Error from server (NotFound): "), said
     placed = [r.getMessage() for r in caplog.records if "the adapter knows" in r.getMessage()]
     assert len(placed) == 1 and "namespace 'guess-0'" in placed[0], placed
@@ -213,6 +198,6 @@ async def test_a_404_from_an_adapter_that_knows_no_runtime_says_so(pki: Pki, tmp
     refresher = refresher_with()  # refreshed, nothing found
     async with listening(build_api_app(refresher, refresher.metrics), pki.server_context()) as port:
         kubeconfig = write_kubeconfig(tmp_path / "empty.kubeconfig", f"https://127.0.0.1:{port}")
-        said = await kubectl(kubeconfig, f"{METRIC}?labelSelector=deployment%3D{DEPLOYMENT}")
+        said = await kubectl_error(kubeconfig, f"{METRIC}?labelSelector=deployment%3D{DEPLOYMENT}")
     assert said.startswith("Error from server (NotFound): "), said
     assert "the adapter knows no runtime at all" in said, said

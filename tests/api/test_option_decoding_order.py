@@ -13,8 +13,6 @@ metric name not served was a 404 even when the query itself could not be decoded
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +23,8 @@ from hypothesis import strategies as st
 from yarl import URL
 
 from autoscaler.api.app import build_api_app
-from tests.api.builders import DEPLOYMENT, KEY, NAMESPACE, Pki, refresher_with, runtime_view
-from tests.api.conftest import listening
-from tests.support.kubectl import get_raw, write_kubeconfig
+from tests.api.builders import DEPLOYMENT, KEY, NAMESPACE, refresher_with, runtime_view
+from tests.support.kubectl import kubectl_error
 
 GROUP_VERSION = "/apis/external.metrics.k8s.io/v1beta1"
 SERVED = f"{GROUP_VERSION}/namespaces/{NAMESPACE}/modelmesh_desired_replicas"
@@ -36,27 +33,13 @@ BAD_FIELDS = "fieldSelector=nodeName"
 FIELD_REFUSAL = "Error from server (BadRequest): invalid selector: 'nodeName'; can't understand 'nodeName'"
 
 
-@pytest.fixture
-async def kubeconfig(pki: Pki, tmp_path: Path) -> AsyncIterator[Path]:
-    refresher = refresher_with(runtime_view(KEY))
-    async with listening(build_api_app(refresher, refresher.metrics), pki.server_context()) as port:
-        yield write_kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{port}")
-
-
-async def kubectl(kubeconfig: Path, path: str) -> str:
-    """kubectl's error line for `get --raw PATH` (it must fail)."""
-    code, said = await asyncio.to_thread(get_raw, kubeconfig, path)
-    assert code != 0, said
-    return str(said).strip()
-
-
 @pytest.mark.parametrize("selector", ["deployment%3D-bad-", "deployment%3Etriton", "deployment%3Da%20b",
                                       "deployment_%3Dx", f"{'k' * 64}%3Dx"])
 async def test_a_label_selector_kube_cannot_parse_is_named_before_a_bad_field_selector(kubeconfig: Path,
                                                                                        selector: str) -> None:
     """`labels.Parse` runs before `fields.ParseSelector` in ListOptions' conversion: kube-apiserver names the
     label selector. The field selector's refusal was named instead."""
-    said = await kubectl(kubeconfig, f"{SERVED}?labelSelector={selector}&{BAD_FIELDS}")
+    said = await kubectl_error(kubeconfig, f"{SERVED}?labelSelector={selector}&{BAD_FIELDS}")
     assert said.startswith("Error from server (BadRequest): "), said
     assert "labelSelector" in said and "nodeName" not in said, said
 
@@ -67,7 +50,7 @@ async def test_a_label_selector_that_parses_but_names_no_runtime_comes_after_the
         kubeconfig: Path, selector: str) -> None:
     """What a parsed selector selects is the provider's question, asked after every option was decoded: the
     field selector's refusal comes first, as kube-apiserver's."""
-    assert await kubectl(kubeconfig, f"{SERVED}?{selector}{BAD_FIELDS}") == FIELD_REFUSAL
+    assert await kubectl_error(kubeconfig, f"{SERVED}?{selector}{BAD_FIELDS}") == FIELD_REFUSAL
 
 
 @pytest.mark.parametrize(("query", "said"), [
@@ -91,7 +74,7 @@ async def test_a_query_kube_cannot_decode_is_refused_before_the_metric_name_is_l
         kubeconfig: Path, query: str, said: str) -> None:
     """The metric is the provider's to find, after the list options are decoded: `modelmesh_gpu&limit=abc` is
     a 400 from kube-apiserver, not a 404 (nor is a watch of it)."""
-    answer = await kubectl(kubeconfig, f"{NOT_SERVED}?{query}")
+    answer = await kubectl_error(kubeconfig, f"{NOT_SERVED}?{query}")
     assert answer.startswith(f"Error from server {said}"), answer
 
 
@@ -99,7 +82,7 @@ async def test_a_query_kube_cannot_decode_is_refused_before_the_metric_name_is_l
                                    "labelSelector=deployment%3E1"])
 async def test_a_metric_not_served_is_still_a_404_whatever_its_selector_selects(kubeconfig: Path,
                                                                                 query: str) -> None:
-    answer = await kubectl(kubeconfig, f"{NOT_SERVED}?{query}")
+    answer = await kubectl_error(kubeconfig, f"{NOT_SERVED}?{query}")
     assert answer.startswith("Error from server (NotFound): external metric 'modelmesh_gpu' is not served"), answer
 
 
@@ -152,6 +135,6 @@ async def _answer(client: Client, path: str) -> tuple[int, str]:
 async def test_a_number_compared_with_a_runtime_label_is_said_to_select_no_runtime(kubeconfig: Path) -> None:
     """`deployment>1` parses in kube-apiserver (`labels.Parse` takes `>` and `<` with an integer) and holds for
     no runtime, whose labels are names: refused as what it selects, after the options were decoded."""
-    answer = await kubectl(kubeconfig, f"{SERVED}?labelSelector=deployment%3E1")
+    answer = await kubectl_error(kubeconfig, f"{SERVED}?labelSelector=deployment%3E1")
     assert answer.startswith("Error from server (BadRequest): "), answer
     assert "selects no runtime" in answer and "deployment>1" in answer, answer

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import tempfile
@@ -54,3 +55,10 @@ def get_raw(kubeconfig: Path, path: str, timeout: float = 20.0) -> tuple[int, An
     if result.returncode == 0:
         return 0, json.loads(result.stdout)
     return result.returncode, result.stderr
+
+
+async def kubectl_error(kubeconfig: Path, path: str) -> str:
+    """kubectl's error line for `get --raw PATH` (it must fail)."""
+    code, said = await asyncio.to_thread(get_raw, kubeconfig, path)
+    assert code != 0, said
+    return str(said).strip()
