@@ -208,6 +208,9 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
     shown = STDIN_NAME if piped else name
     try:
         with unpacking(shown), (_standard_input() if piped else open(name, "rb")) as raw:
+            if not piped and os.isatty(raw.fileno()):  # `--trace /dev/stdin` typed with nothing piped in
+                raise TraceError(f"--trace {name}: a terminal: pipe a trace into it (zcat day.csv.gz | "
+                                 f"modelmesh-autoscaler simulate --trace {name} ...), or give the file's name")
             size = _known_size(raw)
             watch = None if warn is None or size is None else MemoryWatch(shown, warn)
 

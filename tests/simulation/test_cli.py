@@ -116,17 +116,21 @@ def test_a_trace_piped_into_standard_input_is_read_as_the_file_is(tmp_path: Path
     assert runs["stdin"] == runs["file"]
 
 
-def test_a_trace_on_standard_input_that_is_a_terminal_is_refused_not_waited_for(tmp_path: Path) -> None:
-    """`--trace -` typed with nothing piped in would wait, silent, on the terminal for a CSV to be typed."""
+@pytest.mark.parametrize(("given", "said"), [("-", "--trace -: standard input is a terminal"),
+                                             ("/dev/stdin", "--trace /dev/stdin: a terminal")])
+def test_a_trace_on_standard_input_that_is_a_terminal_is_refused_not_waited_for(tmp_path: Path, given: str,
+                                                                               said: str) -> None:
+    """`--trace -` typed with nothing piped in would wait, silent, on the terminal for a CSV to be typed; so did
+    `--trace /dev/stdin`, read like `-` since a pipe named by its path is."""
     primary, secondary = os.openpty()
     try:
-        result = subprocess.run([*SIMULATE, "--trace", "-", "--out", str(tmp_path / "out")], stdin=secondary,
+        result = subprocess.run([*SIMULATE, "--trace", given, "--out", str(tmp_path / "out")], stdin=secondary,
                                 capture_output=True, text=True, timeout=60)
     finally:
         os.close(primary)
         os.close(secondary)
     assert result.returncode == 2, result.stderr
-    assert "--trace -: standard input is a terminal: pipe a trace into it" in result.stderr, result.stderr
+    assert f"{said}: pipe a trace into it" in result.stderr, result.stderr
     assert not (tmp_path / "out").exists()
 
 
