@@ -18,6 +18,7 @@ import argparse
 import csv
 import math
 import os
+import stat
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -97,11 +98,12 @@ def read_requests(path: Path, model: str | None, timestamp_column: str | None,
 def _requests(path: Path, model: str | None, timestamp_column: str | None, model_column: str | None,
               unit: str, progress: Callable[[int], None] | None) -> Iterator[tuple[float, str]]:
     with open(path, "rb") as raw:  # as `open_csv` opens it, its byte position at hand for `progress`
-        head = raw.read(2)
-        raw.seek(0)
-        with text_of(raw, gzipped(str(path), head)) as stream:
+        # peeked, not read and sought back: a pipe named by its path (`m=/dev/stdin`, `<(zcat log.gz)`) cannot
+        # seek, nor say where it is (its bar stays at its start)
+        regular = stat.S_ISREG(os.fstat(raw.fileno()).st_mode)
+        with text_of(raw, gzipped(str(path), raw.peek(2)[:2])) as stream:
             yield from _rows(csv.reader(stream), path, model, timestamp_column, model_column, unit,
-                             None if progress is None else lambda: progress(raw.tell()))
+                             None if progress is None or not regular else lambda: progress(raw.tell()))
 
 
 def _rows(rows: Iterator[list[str]], path: Path, model: str | None, timestamp_column: str | None,

@@ -100,3 +100,19 @@ def test_an_error_after_a_partly_drawn_bar_starts_its_own_line(tmp_path: Path) -
                                   [sys.executable, "-m", "autoscaler.cli"])
     assert status == 2 and re.search(r"\d%", shown), shown
     assert re.search(f"(^|\n){FAILED}", shown), shown
+
+
+def test_a_log_piped_in_by_its_path_is_converted(tmp_path: Path) -> None:
+    """`python -m autoscaler.simulation.request_log m=/dev/stdin < <(zcat log.gz)`: the converter read two bytes
+    and sought back to the start to tell gzip, which a pipe cannot ("File or stream is not seekable"), and
+    asked a pipe where it was for the bar; a pipe's log is read as a file's, the bar left at its start."""
+    import gzip
+
+    rows = 2 * PROGRESS_ROWS
+    text = "timestamp\n" + "".join(f"{1_700_000_000 + n / 1000:.3f}\n" for n in range(rows))
+    for body in (text.encode(), gzip.compress(text.encode())):
+        out = tmp_path / "trace.csv"
+        done = subprocess.run([*CONVERT, "m=/dev/stdin", "--out", str(out)], cwd=REPO, input=body,
+                              capture_output=True, timeout=120)
+        assert done.returncode == 0, done.stderr.decode()
+        assert read_csv(out).total_requests == rows
