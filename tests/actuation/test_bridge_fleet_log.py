@@ -91,12 +91,14 @@ async def carried_lines(scaled: int) -> list[str]:
             client = await KubeClient.connect(config, user_agent="modelmesh-autoscaler/test", timeout_s=30.0)
             handler, logger = Keep(logging.INFO), logging.getLogger("autoscaler.actuation.bridge")
             logger.addHandler(handler)
-            level, logger.level = logger.level, logging.INFO
+            # setLevel, not `.level =`: it clears the cached answer of a logger asked before at another level
+            level = logger.level
+            logger.setLevel(logging.INFO)
             try:
                 await ReplicaBridge(client, namespaces=[NS]).sync()
             finally:
                 logger.removeHandler(handler)
-                logger.level = level
+                logger.setLevel(level)
                 await client.close()
     return [line for line in lines if "->" in line]
 

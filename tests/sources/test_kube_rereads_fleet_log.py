@@ -141,13 +141,15 @@ def test_every_finding_is_counted_once_and_a_kind_is_one_line_beyond_ten(kinds: 
 
     handler, logger = Keep(logging.INFO), logging.getLogger("autoscaler.sources.kube_pods")
     logger.addHandler(handler)
-    level, logger.level = logger.level, logging.INFO
+    # setLevel, not `.level =`: it clears the cached answer of a logger asked before at another level
+    level = logger.level
+    logger.setLevel(logging.INFO)
     try:
         news.flush()
         news.flush()  # nothing twice
     finally:
         logger.removeHandler(handler)
-        logger.level = level
+        logger.setLevel(level)
     for kind, one, many in (("added", "added (its pods", "runtimes added"),
                             ("removed", "removed (its Deployment", "runtimes removed"),
                             ("rescaled", "replicas 2 -> 0", "runtimes' replicas changed")):
