@@ -39,6 +39,7 @@ from autoscaler.simulation.trace_file import (
     not_utf8,
     text_of,
     unpacking,
+    with_head,
 )
 
 DEFAULT_TIMESTAMP_COLUMNS: Final = ("timestamp", "time", "ts", "timestamp_s")
@@ -98,10 +99,11 @@ def read_requests(path: Path, model: str | None, timestamp_column: str | None,
 def _requests(path: Path, model: str | None, timestamp_column: str | None, model_column: str | None,
               unit: str, progress: Callable[[int], None] | None) -> Iterator[tuple[float, str]]:
     with open(path, "rb") as raw:  # as `open_csv` opens it, its byte position at hand for `progress`
-        # peeked, not read and sought back: a pipe named by its path (`m=/dev/stdin`, `<(zcat log.gz)`) cannot
-        # seek, nor say where it is (its bar stays at its start)
+        # a pipe named by its path (`m=/dev/stdin`, `<(zcat log.gz)`) cannot seek back (`with_head`), nor say where
+        # it is (its bar stays at its start)
         regular = stat.S_ISREG(os.fstat(raw.fileno()).st_mode)
-        with text_of(raw, gzipped(str(path), raw.peek(2)[:2])) as stream:
+        head, stream_of = with_head(raw)
+        with text_of(stream_of, gzipped(str(path), head)) as stream:
             yield from _rows(csv.reader(stream), path, model, timestamp_column, model_column, unit,
                              None if progress is None or not regular else lambda: progress(raw.tell()))
 

@@ -77,6 +77,7 @@ from autoscaler.simulation.trace_file import (
     text_of,
     timestamp_field,
     unpacking,
+    with_head,
 )
 from autoscaler.simulation.trace_minutes import MINUTE_S, minute_columns, read_minutes
 
@@ -222,7 +223,8 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
                 if progress is not None:
                     progress(done, size)
 
-            with text_of(raw, gzipped=gzipped(shown, raw.peek(2)[:2])) as fh:
+            head, raw = with_head(raw)  # a file's is the same object: `report` asks it where it is
+            with text_of(raw, gzipped=gzipped(shown, head)) as fh:
                 trace = _parse(csv.reader(fh), shown, None if size is None or (progress, watch) == (None, None)
                                else report, all_zero_ok)
         if progress is not None and size is not None:

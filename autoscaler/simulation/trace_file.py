@@ -27,6 +27,8 @@ from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, parse_time
 from autoscaler.simulation.trace_error import TraceError as TraceError  # its importers keep their import
 
 if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
+
     from autoscaler.simulation.trace import Trace
 
 HEADER: Final = ("timestamp_s", "model", "requests")
@@ -357,6 +359,38 @@ def numbered_rows(reader: Iterator[list[str]]) -> Iterator[tuple[int, list[str]]
     for row in reader:
         yield line, row
         line = getattr(reader, "line_num", line) + 1
+
+
+class _HeadFirst(io.RawIOBase):
+    """A pipe whose first bytes were read to tell what it holds, those bytes put back in front of the rest."""
+
+    def __init__(self, head: bytes, rest: io.BufferedReader) -> None:
+        self._head, self._rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer).cast("B")
+        if self._head:
+            count = min(len(view), len(self._head))
+            view[:count], self._head = self._head[:count], self._head[count:]
+            return count
+        return self._rest.readinto1(view)  # one read at most: rows are parsed as the pipe brings them
+
+
+def with_head(raw: io.BufferedReader, size: int = 2) -> tuple[bytes, io.BufferedReader]:
+    """The stream's first `size` bytes (fewer only at its end), and the stream to read from its start. `peek`
+    does one read, and one read of a pipe may bring a single byte (a slow writer: a download, `ssh host zcat`):
+    a gzip trace piped in was told by one byte and read as text, "not UTF-8". A file is sought back; a pipe's
+    bytes are put back in front of the rest."""
+    if raw.seekable():
+        start = raw.tell()
+        head = raw.read(size)
+        raw.seek(start)
+        return head, raw
+    head = raw.read(size)  # a buffered read of `size` waits for them, or the end
+    return head, io.BufferedReader(_HeadFirst(head, raw))
 
 
 def text_of(raw: BinaryIO, gzipped: bool) -> TextIO:

@@ -8,6 +8,7 @@ import math
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +64,15 @@ def rounded(text: str, said: re.Match[str]) -> str:
         at = step * (math.floor(float(t) / step) if said.group(1) else round(float(t) / step))
         summed[(at, model)] = summed.get((at, model), 0.0) + float(requests)
     return "".join(f"{t},{model},{requests:g}\n" for (t, model), requests in sorted(summed.items()))
+
+
+def trickled(command: list[str], body: bytes) -> subprocess.CompletedProcess[bytes]:
+    """`command` with `body` on its standard input, its first byte alone a moment before the rest (a slow writer:
+    a download, `ssh host zcat`), so that the first read of the pipe brings one byte."""
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdin is not None
+    process.stdin.write(body[:1])
+    process.stdin.flush()
+    time.sleep(0.5)
+    out, err = process.communicate(body[1:], timeout=180)
+    return subprocess.CompletedProcess(command, process.returncode, out, err)

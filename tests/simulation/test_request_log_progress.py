@@ -14,7 +14,7 @@ from pathlib import Path
 
 from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.trace import PROGRESS_ROWS, read_csv
-from tests.simulation.runs import FAILED, REPO, convert, write_trace
+from tests.simulation.runs import FAILED, REPO, convert, trickled, write_trace
 
 CONVERT = [sys.executable, "-m", "autoscaler.simulation.request_log"]
 
@@ -116,3 +116,7 @@ def test_a_log_piped_in_by_its_path_is_converted(tmp_path: Path) -> None:
                               capture_output=True, timeout=120)
         assert done.returncode == 0, done.stderr.decode()
         assert read_csv(out).total_requests == rows
+    # its first byte alone, a moment before the rest (a slow writer): gzip was told by one byte, and read as text
+    done = trickled([*CONVERT, "m=/dev/stdin", "--out", str(out)], gzip.compress(text.encode()))
+    assert done.returncode == 0, done.stderr.decode()
+    assert read_csv(out).total_requests == rows

@@ -8,6 +8,7 @@ Such a path opens a pipe whose size reads 0 and which cannot say where it is: ov
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.simulation.runs import HEADER, SIMULATE
+from tests.simulation.runs import HEADER, SIMULATE, trickled
 
 ROWS = 70_000
 """Past the 65,536 rows at which the bar is drawn and the file's rows are estimated."""
@@ -73,3 +74,14 @@ def test_a_named_pipe_is_read_as_standard_input_is(tmp_path: Path) -> None:
         writer.join(timeout=60)
     assert done.returncode == 0, done.stderr.decode()
     assert (tmp_path / "out" / "report.json").exists()
+
+
+@pytest.mark.parametrize("trace", ["-", "/dev/stdin"])
+def test_a_gzip_trace_whose_first_byte_comes_alone_is_unpacked(tmp_path: Path, trace: str) -> None:
+    """gzip was told by the first two bytes `peek` brought, and one read of a pipe may bring one: a gzip trace
+    piped in by a slow writer read as text, "not UTF-8 text: save it as CSV UTF-8"."""
+    done = trickled([*SIMULATE, "--trace", trace, "--out", str(tmp_path / "out"), "--no-plot", "--policies",
+                      "fixed", "--quiet"], _body(packed=True))
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["trace"]["requests"] == sum(
+        1 + i % 5 for i in range(ROWS))
