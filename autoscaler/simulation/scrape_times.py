@@ -73,17 +73,9 @@ def scatter_problem(t: np.ndarray, model: np.ndarray, models: Sequence[str], dis
     around it (or sit at their own offsets in it), so that the smallest gap, taken for the interval, is under
     half that step; None otherwise. `t` and `model`: the rows in time order; `allowed_off`: how many distinct
     timestamps off the step are strays (`strays` names those), not scatter."""
-    if _states_its_step(t, model, distinct, interval) or _on_whole_minutes(distinct):
-        return None
-    step = _model_step(t, model, distinct, interval)
+    step = scatter_step(t, model, distinct, interval, allowed_off)
     if step is None:
         return None
-    if _at_several_phases(t, model, step) > allowed_off:
-        return None
-    phase = np.round(np.mod(distinct - distinct[0], step), 6)
-    phase[phase >= step - 1e-6] = 0.0
-    if len(distinct) - int(np.unique(phase, return_counts=True)[1].max()) <= allowed_off:
-        return None  # one grid but for a stray or three: named as strays
     off = _off_centre(np.mod(t, step), step, np.zeros_like(model))
     worst = int(np.argmax(off))
     where = f"line {line_of(worst)}: model {models[int(model[worst])]!r} at {moment_text(float(t[worst]))}"
@@ -102,6 +94,36 @@ def scatter_problem(t: np.ndarray, model: np.ndarray, models: Sequence[str], dis
     return (f"each model's rows are about {step:g} s apart, but {how}: read as they are, the step would be the "
             f"smallest gap between two rows ({interval:.3g} s) and each row's requests would arrive within it; "
             f"{scraped} every timestamp {rounding}, or export with query_range, whose steps are exact{keep}")
+
+
+def scatter_step(t: np.ndarray, model: np.ndarray, distinct: np.ndarray, interval: float,
+                 allowed_off: int) -> float | None:
+    """The step each model's rows come at where the models' timestamps scatter around it or sit at their own
+    offsets in it, which `scatter_problem` refuses; None where they do not. Apart from the message, so that a
+    refusal offering a rounding can tell whether the trace so rounded would be refused so (`rows_rounded`)."""
+    if _states_its_step(t, model, distinct, interval) or _on_whole_minutes(distinct):
+        return None
+    step = _model_step(t, model, distinct, interval)
+    if step is None:
+        return None
+    if _at_several_phases(t, model, step) > allowed_off:
+        return None
+    phase = np.round(np.mod(distinct - distinct[0], step), 6)
+    phase[phase >= step - 1e-6] = 0.0
+    if len(distinct) - int(np.unique(phase, return_counts=True)[1].max()) <= allowed_off:
+        return None  # one grid but for a stray or three: named as strays
+    return step
+
+
+def rows_rounded(t: np.ndarray, model: np.ndarray, step: float, *,
+                 down: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(time, model) of the rows `t`, `model` with every timestamp rounded (pandas' `.dt.round`, half to even as
+    `np.rint`) or floored (`down`) to `step`, one row per time and model as summing them leaves, in time order:
+    the trace a refusal's rounding leads to, to check before it is offered."""
+    slots = (np.floor if down else np.rint)(t / step).astype(np.int64)
+    models = int(model.max()) + 1
+    key = np.unique(slots * models + model)
+    return (key // models).astype(np.float64) * step, key % models
 
 
 def _rounds_down(t: np.ndarray, model: np.ndarray, step: float) -> bool:

@@ -505,7 +505,7 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
     position -= slot
     off = np.abs(position, out=position) > 1e-6
     del position
-    if (problem := off_grid_problem(distinct, gaps, interval, t, off, line_of)) is not None:
+    if (problem := off_grid_problem(distinct, gaps, interval, t, model, off, line_of)) is not None:
         raise TraceError(f"{name}: {problem}")
     del off
     if lost_rows is None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from autoscaler.simulation.local_time import skipped_hour_advice
 from autoscaler.simulation.missing_intervals import silences_between_rows
+from autoscaler.simulation.scrape_times import rows_rounded, scatter_step
 from autoscaler.simulation.stated_step import export_step, rounding_states, sane_at, whole_seconds_divisor
 from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, long_span_text, moment_text, seconds_text
 from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S, NO_CELLS, LostCells
@@ -361,8 +362,8 @@ def interval_problem(distinct: np.ndarray, interval: float) -> str | None:
     return f"timestamps are {interval:g} s apart; intervals must be 1 s to 10 min{hint}"
 
 
-def off_grid_problem(distinct: np.ndarray, gaps: np.ndarray, interval: float, t: np.ndarray, off: np.ndarray,
-                     line_of: Callable[[int], int]) -> str | None:
+def off_grid_problem(distinct: np.ndarray, gaps: np.ndarray, interval: float, t: np.ndarray, model: np.ndarray,
+                     off: np.ndarray, line_of: Callable[[int], int]) -> str | None:
     """How to put the rows `off` the grid of the smallest gap onto one, or None where none is: the fix depends on
     why they are off (a scraper's jitter, a sparse trace that never states its step, whole seconds on no common
     step), and flooring every trace alike moved requests and changed the step."""
@@ -393,15 +394,16 @@ def off_grid_problem(distinct: np.ndarray, gaps: np.ndarray, interval: float, t:
     if whole_seconds_divisor(gaps) is not None:
         # Whole seconds on no common step (batches every 60 s, give or take 3): the smallest gap (57 s) is no
         # step of the trace. The typical gap is, for an export whose times stray; 1 s is, for a sparse trace.
-        return f"{where}: {_whole_seconds_advice(distinct, gaps, interval)}"
+        return f"{where}: {_whole_seconds_advice(distinct, gaps, interval, t, model)}"
     return (f"{where}: round every timestamp down to a {step:g} s step (pandas: .dt.floor('{step:g}s'), then sum by "
             "timestamp_s and model)")
 
 
-def _whole_seconds_advice(distinct: np.ndarray, gaps: np.ndarray, interval: float) -> str:
+def _whole_seconds_advice(distinct: np.ndarray, gaps: np.ndarray, interval: float, t: np.ndarray,
+                          model: np.ndarray) -> str:
     """The ways through for whole-second timestamps on no common step: the row of 0 for a 1 s step (rows only
     where requests came), rounding to the typical gap (an export whose times stray), each where it leads to a
-    trace that reads (`sane_at`, `rounding_states`); where neither does (a handful of requests over months), the
+    trace that reads (`sane_at`, `_rounding_reads`); where neither does (a handful of requests over months), the
     minute. A sparse log over 2 days was told only to round to its 2377 s typical gap, then refused for it."""
     start = float(distinct[0])
     typical = float(np.rint(np.median(gaps)))
@@ -409,7 +411,7 @@ def _whole_seconds_advice(distinct: np.ndarray, gaps: np.ndarray, interval: floa
     keep = (f"if the trace's step is 1 s (rows only where requests came), add a row of 0 requests at "
             f"{seconds_text(start + 1)} (any model) to state it") if sane_at(distinct, 1.0) else None
     rounding = (f"round every timestamp to the {typical:g} s step (pandas: .dt.round('{typical:g}s'), then sum by "
-                "timestamp_s and model)") if typical <= MAX_INTERVAL_S and rounding_states(distinct, typical) else None
+                "timestamp_s and model)") if typical <= MAX_INTERVAL_S and _rounding_reads(t, model, typical) else None
     if keep and rounding:
         return f"{text}: {keep}; if it is an export at about {typical:g} s whose times stray, {rounding}"
     if keep or rounding:
@@ -423,6 +425,20 @@ def _whole_seconds_advice(distinct: np.ndarray, gaps: np.ndarray, interval: floa
                                         "model) to state the step")
     return (f"{text}, too far apart to read at 1 s or at the typical gap: round every timestamp down to the "
             f"{minute:g} s step (pandas: .dt.floor('{minute:g}s'), then sum by timestamp_s and model){stated}")
+
+
+def _rounding_reads(t: np.ndarray, model: np.ndarray, step: float) -> bool:
+    """Whether the rows, rounded to `step` and summed, read: their first two timestamps one step apart
+    (`rounding_states`), and the models' rows not then each at its own slot of a coarser step (`scatter_step`).
+    Four rows of a sparse 1 s trace, typically 71 s apart, were told to round to 71 s; so rounded they sat on one
+    71 s grid, each model every third step at its own slot, and were refused as targets at their own offsets in a
+    213 s step."""
+    distinct = np.unique(t)
+    if not rounding_states(distinct, step):
+        return False
+    at, of = rows_rounded(t, model, step)
+    moved = np.unique(at)
+    return scatter_step(at, of, moved, step, stray_allowance(len(moved))) is None
 
 
 def repeated_problem(t: np.ndarray, slot: np.ndarray, model: np.ndarray, models: tuple[str, ...],

@@ -165,11 +165,16 @@ TIMESTAMPS = st.lists(st.tuples(st.integers(0, 400), st.sampled_from(["a", "b", 
 POLLED_AT_5 = "".join(f"{t},poller,1\n" for t in sorted({EPOCH, EPOCH + 26, *range(EPOCH + 5, EPOCH + 300, 10)}))
 """One model polled every 10 s at :05, :15, ... and two requests besides (at :00 and :26): a request log a
 scraper's times look like."""
+ON_A_71S_GRID_ONCE_ROUNDED = (f"{EPOCH},a,1\n{EPOCH + 11},b,2\n{EPOCH + 145},a,2\n{EPOCH + 216},b,2\n")
+"""Four rows of a sparse 1 s trace, typically 71 s apart: rounded to 71 s (half to even, as pandas), they sit on
+one 71 s grid, each model every third step at its own slot, which reads as targets at their own offsets in a
+213 s step: the rounding was offered, and followed, refused again."""
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(trace=traces())
 @example(trace=("poller with extras", POLLED_AT_5, False))
+@example(trace=("grid", ON_A_71S_GRID_ONCE_ROUNDED, False))
 def test_every_way_through_a_refusal_reads_the_trace_at_a_sane_length(
         tmp_path: Path, trace: tuple[str, str, bool]) -> None:
     """Whatever trace is refused (rows on a grid or jittered or at their own offsets, a poller with a few other
@@ -234,6 +239,20 @@ def test_a_poller_half_way_into_its_step_is_told_a_rounding_that_reads_at_its_st
     assert result.returncode == 0, result.stderr
     assert report(tmp_path)["trace"]["interval_s"] == 10 and report(tmp_path)["trace"]["requests"] == 32
     assert "round every timestamp down to the 10 s step (pandas: .dt.floor('10s')" in line, line
+
+
+def test_a_sparse_trace_that_rounding_would_scatter_is_told_only_the_row_of_0(tmp_path: Path) -> None:
+    """Four rows 0, 11, 145 and 216 s in: told to round to their 71 s typical gap, followed, they were refused as
+    each model 213 s apart at its own offset. Only the row of 0 for 1 s is named, and followed, it replays every
+    request."""
+    result = simulate(tmp_path, write_trace(tmp_path, ON_A_71S_GRID_ONCE_ROUNDED))
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert "the rows are typically 71 s apart" in line and ROUND.search(line) is None, line
+    [pinned] = follow(ON_A_71S_GRID_ONCE_ROUNDED, line)
+    result = simulate(tmp_path, write_trace(tmp_path, pinned), "--policies", "fixed")
+    assert result.returncode == 0, result.stderr
+    assert report(tmp_path)["trace"]["interval_s"] == 1 and report(tmp_path)["trace"]["requests"] == 7
 
 
 def one_target(step: int, offset_ms: int, jitter_ms: int, scrapes: int, seed: int) -> str:
