@@ -169,12 +169,17 @@ ON_A_71S_GRID_ONCE_ROUNDED = (f"{EPOCH},a,1\n{EPOCH + 11},b,2\n{EPOCH + 145},a,2
 """Four rows of a sparse 1 s trace, typically 71 s apart: rounded to 71 s (half to even, as pandas), they sit on
 one 71 s grid, each model every third step at its own slot, which reads as targets at their own offsets in a
 213 s step: the rounding was offered, and followed, refused again."""
+SPARSE_AT_14S_ONCE_ROUNDED = (f"{EPOCH},b,1\n{EPOCH + 11},b,1\n{EPOCH + 22},a,1\n{EPOCH + 40},b,1\n"
+                              f"{EPOCH + 56},c,1\n")
+"""Five requests of a sparse log, told to round to their typical 14 s gap, which followed was refused again as
+three models each at its own offset of a 42 s step (`--hypothesis-seed=110`)."""
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(trace=traces())
 @example(trace=("poller with extras", POLLED_AT_5, False))
 @example(trace=("grid", ON_A_71S_GRID_ONCE_ROUNDED, False))
+@example(trace=("sparse log", SPARSE_AT_14S_ONCE_ROUNDED, False))
 def test_every_way_through_a_refusal_reads_the_trace_at_a_sane_length(
         tmp_path: Path, trace: tuple[str, str, bool]) -> None:
     """Whatever trace is refused (rows on a grid or jittered or at their own offsets, a poller with a few other
