@@ -18,7 +18,6 @@ import argparse
 import csv
 import math
 import os
-import stat
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -36,6 +35,7 @@ from autoscaler.simulation.trace_file import (
     MIN_INTERVAL_S,
     TraceError,
     gzipped,
+    known_size,
     not_utf8,
     text_of,
     unpacking,
@@ -101,7 +101,7 @@ def _requests(path: Path, model: str | None, timestamp_column: str | None, model
     with open(path, "rb") as raw:  # as `open_csv` opens it, its byte position at hand for `progress`
         # a pipe named by its path (`m=/dev/stdin`, `<(zcat log.gz)`) cannot seek back (`with_head`), nor say where
         # it is (its bar stays at its start)
-        regular = stat.S_ISREG(os.fstat(raw.fileno()).st_mode)
+        regular = known_size(raw) is not None
         head, stream_of = with_head(raw)
         with text_of(stream_of, gzipped(str(path), head)) as stream:
             yield from _rows(csv.reader(stream), path, model, timestamp_column, model_column, unit,

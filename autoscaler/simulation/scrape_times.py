@@ -115,12 +115,11 @@ def scatter_step(t: np.ndarray, model: np.ndarray, distinct: np.ndarray, interva
     return step
 
 
-def rows_rounded(t: np.ndarray, model: np.ndarray, step: float, *,
-                 down: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(time, model) of the rows `t`, `model` with every timestamp rounded (pandas' `.dt.round`, half to even as
-    `np.rint`) or floored (`down`) to `step`, one row per time and model as summing them leaves, in time order:
-    the trace a refusal's rounding leads to, to check before it is offered."""
-    slots = (np.floor if down else np.rint)(t / step).astype(np.int64)
+def rows_rounded(t: np.ndarray, model: np.ndarray, step: float) -> tuple[np.ndarray, np.ndarray]:
+    """(time, model) of the rows `t`, `model` with every timestamp rounded to `step` (pandas' `.dt.round`, half
+    to even as `np.rint`), one row per time and model as summing them leaves, in time order: the trace a
+    refusal's rounding leads to, to check before it is offered."""
+    slots = np.rint(t / step).astype(np.int64)
     models = int(model.max()) + 1
     key = np.unique(slots * models + model)
     return (key // models).astype(np.float64) * step, key % models

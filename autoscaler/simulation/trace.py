@@ -28,7 +28,6 @@ import csv
 import io
 import math
 import os
-import stat
 import sys
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -71,6 +70,7 @@ from autoscaler.simulation.trace_file import (
     by_name,
     columns,
     gzipped,
+    known_size,
     not_utf8,
     number_field,
     numbered_rows,
@@ -212,7 +212,7 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
             if not piped and os.isatty(raw.fileno()):  # `--trace /dev/stdin` typed with nothing piped in
                 raise TraceError(f"--trace {name}: a terminal: pipe a trace into it (zcat day.csv.gz | "
                                  f"modelmesh-autoscaler simulate --trace {name} ...), or give the file's name")
-            size = _known_size(raw)
+            size = known_size(raw)
             watch = None if warn is None or size is None else MemoryWatch(shown, warn)
 
             def report(rows: int) -> None:
@@ -234,14 +234,6 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
         raise TraceError(f"{shown}: cannot read trace: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise TraceError(not_utf8(shown)) from exc
-
-
-def _known_size(raw: io.BufferedReader) -> int | None:
-    """The file's size where it is a file; None for a pipe, standard input or one named by its path (`--trace
-    /dev/stdin`, bash's `<(zcat day.csv.gz)`, a FIFO), whose size reads 0 and which cannot say where it is
-    (`tell()`: "Illegal seek"): no progress there, nor estimate of its rows."""
-    status = os.fstat(raw.fileno())
-    return status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
 def _standard_input() -> contextlib.AbstractContextManager[io.BufferedReader]:

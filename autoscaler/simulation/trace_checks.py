@@ -410,8 +410,9 @@ def _whole_seconds_advice(distinct: np.ndarray, gaps: np.ndarray, interval: floa
     text = f"the rows are typically {typical:g} s apart ({interval:g} s at the least)"
     keep = (f"if the trace's step is 1 s (rows only where requests came), add a row of 0 requests at "
             f"{seconds_text(start + 1)} (any model) to state it") if sane_at(distinct, 1.0) else None
+    reads = typical <= MAX_INTERVAL_S and _rounding_reads(distinct, t, model, typical)
     rounding = (f"round every timestamp to the {typical:g} s step (pandas: .dt.round('{typical:g}s'), then sum by "
-                "timestamp_s and model)") if typical <= MAX_INTERVAL_S and _rounding_reads(t, model, typical) else None
+                "timestamp_s and model)") if reads else None
     if keep and rounding:
         return f"{text}: {keep}; if it is an export at about {typical:g} s whose times stray, {rounding}"
     if keep or rounding:
@@ -427,13 +428,12 @@ def _whole_seconds_advice(distinct: np.ndarray, gaps: np.ndarray, interval: floa
             f"{minute:g} s step (pandas: .dt.floor('{minute:g}s'), then sum by timestamp_s and model){stated}")
 
 
-def _rounding_reads(t: np.ndarray, model: np.ndarray, step: float) -> bool:
+def _rounding_reads(distinct: np.ndarray, t: np.ndarray, model: np.ndarray, step: float) -> bool:
     """Whether the rows, rounded to `step` and summed, read: their first two timestamps one step apart
     (`rounding_states`), and the models' rows not then each at its own slot of a coarser step (`scatter_step`).
     Four rows of a sparse 1 s trace, typically 71 s apart, were told to round to 71 s; so rounded they sat on one
     71 s grid, each model every third step at its own slot, and were refused as targets at their own offsets in a
     213 s step."""
-    distinct = np.unique(t)
     if not rounding_states(distinct, step):
         return False
     at, of = rows_rounded(t, model, step)

@@ -16,6 +16,7 @@ import io
 import math
 import os
 import re
+import stat
 import zlib
 from collections import Counter
 from collections.abc import Collection, Iterator
@@ -384,13 +385,20 @@ def with_head(raw: io.BufferedReader, size: int = 2) -> tuple[bytes, io.Buffered
     does one read, and one read of a pipe may bring a single byte (a slow writer: a download, `ssh host zcat`):
     a gzip trace piped in was told by one byte and read as text, "not UTF-8". A file is sought back; a pipe's
     bytes are put back in front of the rest."""
-    if raw.seekable():
-        start = raw.tell()
-        head = raw.read(size)
-        raw.seek(start)
-        return head, raw
+    start = raw.tell() if raw.seekable() else None
     head = raw.read(size)  # a buffered read of `size` waits for them, or the end
-    return head, io.BufferedReader(_HeadFirst(head, raw))
+    if start is None:
+        return head, io.BufferedReader(_HeadFirst(head, raw))
+    raw.seek(start)
+    return head, raw
+
+
+def known_size(raw: io.BufferedReader) -> int | None:
+    """The file's size where it is a file; None for a pipe, standard input or one named by its path (`--trace
+    /dev/stdin`, bash's `<(zcat day.csv.gz)`, a FIFO), whose size reads 0 and which cannot say where it is
+    (`tell()`: "Illegal seek"): no progress there, nor estimate of its rows."""
+    status = os.fstat(raw.fileno())
+    return status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
 def text_of(raw: BinaryIO, gzipped: bool) -> TextIO:
