@@ -76,3 +76,9 @@ def trickled(command: list[str], body: bytes) -> subprocess.CompletedProcess[byt
     time.sleep(0.5)
     out, err = process.communicate(body[1:], timeout=180)
     return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
+def steady(report: Path) -> str:
+    """A report's text (report.json or report.md) without what differs run to run: each policy's wall time, and
+    the folder it was written to."""
+    return re.sub(r"(wall_seconds\W+)[\d.e-]+", r"\1", report.read_text()).replace(str(report.parent), "")

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.simulation.runs import FAILED, HEADER, REPO, SIMULATE
+from tests.simulation.runs import FAILED, HEADER, REPO, SIMULATE, steady
 
 IMPORTS = ("import re, autoscaler.cli, autoscaler.simulation.cli, autoscaler.simulation.cluster, "
            "autoscaler.simulation.engine, autoscaler.simulation.report, autoscaler.simulation.trace\n"
@@ -105,12 +105,7 @@ def test_the_memory_warning_stays_on_stderr_out_of_the_report_of_a_run_that_fini
                             "--quiet", "--policies", "fixed"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert roomy.returncode == 0 and "is free here" not in roomy.stderr, roomy.stderr
     for name in ("report.json", "report.md"):
-        assert _steady(out / name) == _steady(tmp_path / "roomy" / name), name
-
-
-def _steady(report: Path) -> str:
-    """A report without what differs run to run (each policy's wall time) nor the folder it was written to."""
-    return re.sub(r"(wall_seconds\W+)[\d.e-]+|\S*/(out|roomy)\b", r"\1", report.read_text())
+        assert steady(out / name) == steady(tmp_path / "roomy" / name), name
 
 
 def test_a_synthetic_run_out_of_memory_is_told_to_take_fewer_models_or_hours(tmp_path: Path) -> None:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import re
 import subprocess
 import threading
 from pathlib import Path
 
 import pytest
 
-from tests.simulation.runs import HEADER, SIMULATE, trickled
+from tests.simulation.runs import HEADER, SIMULATE, steady, trickled
 
 ROWS = 70_000
 """Past the 65,536 rows at which the bar is drawn and the file's rows are estimated."""
@@ -27,11 +26,6 @@ def _body(packed: bool) -> bytes:
     """ROWS rows of 100 models at 1 s, gzip'd where `packed` (as `zcat` would be left out)."""
     text = HEADER + "".join(f"{1764547200 + i // 100},model-{i % 100:02d},{1 + i % 5}\n" for i in range(ROWS))
     return gzip.compress(text.encode()) if packed else text.encode()
-
-
-def _steady(report: Path) -> str:
-    """report.json without the figures that differ run to run (each policy's wall time)."""
-    return re.sub(r'"wall_seconds": [\d.e-]+', "", report.read_text())
 
 
 def _run(out: Path, trace: str, body: bytes | None, *flags: str) -> subprocess.CompletedProcess[bytes]:
@@ -50,7 +44,7 @@ def test_a_pipe_named_by_its_path_is_read_as_standard_input_is(tmp_path: Path, p
     by_path = _run(tmp_path / "path", "/dev/stdin", body, *flags)
     assert by_path.returncode == 0, by_path.stderr.decode()
     assert "Illegal seek" not in by_path.stderr.decode()
-    dash, path = (_steady(tmp_path / name / "report.json") for name in ("dash", "path"))
+    dash, path = (steady(tmp_path / name / "report.json") for name in ("dash", "path"))
     assert path == dash.replace('"standard input"', '"/dev/stdin"')
 
 
