@@ -110,6 +110,9 @@ _SERIES = {field: series for series, field in SCALAR_FIELDS.items()} | {
 
 FLAP_QUIET_S = 60.0
 """How long after an outage's line a new outage for the same reason is only counted (as the exporter does)."""
+_OUTAGE_SERVES = ('every runtime\'s values unknown (503 "metric source down"), the HPAs hold their replicas, '
+                  "the last good samples kept")
+"""What a failed refresh serves, as its outage lines say it (`decision.SOURCE_DOWN`): not the held samples."""
 
 def _older(sample: PodSample, previous: PodSample | None) -> bool:
     """True when `sample` describes an earlier time than the one we hold (a restarted Prometheus that lost
@@ -500,15 +503,15 @@ class PrometheusSource(SourceDefaults):
         due = outage.failed(error.reason, now)
         if outage.logged and error.kind not in self._said_kinds:
             self._said_kinds.add(error.kind)
-            log.warning("Prometheus at %s now fails otherwise (%s): %s; still holding last good samples",
-                        self._url, error.reason, error.detail)
+            log.warning("Prometheus at %s now fails otherwise (%s): %s; %s", self._url, error.reason, error.detail,
+                        _OUTAGE_SERVES)
             return
         if not due:
             log.debug("Prometheus still failing (%s): %s", error.reason, error.detail)
             return
         more = outage.line_written(error.reason, now)
-        log.warning("Prometheus at %s failed (%s): %s; holding last good samples until it answers%s",
-                    self._url, error.reason, error.detail, more)
+        log.warning("Prometheus at %s failed (%s): %s; %s until it answers%s",
+                    self._url, error.reason, error.detail, _OUTAGE_SERVES, more)
         self._said_kinds = {error.kind}
 
     def _recovered(self) -> None:

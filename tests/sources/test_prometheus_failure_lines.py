@@ -106,3 +106,28 @@ async def test_an_outage_whose_failure_changes_says_each_new_failure_once(
     assert "now fails otherwise (http): HTTP 500" in said[1][0] and "boom" in said[1][0]
     assert "now fails otherwise (timeout)" in said[2][0] and "query timed out" in said[2][0]
     assert "now fails otherwise (timeout)" in said[3][0] and "query timed out" not in said[3][0]
+
+
+async def test_the_outage_line_says_the_values_are_unknown_not_held(
+        aiohttp_server: AiohttpServer, caplog: pytest.LogCaptureFixture) -> None:
+    """An operator read "holding last good samples until it answers" as values still served, while every
+    runtime answered 503 "metric source down" from that refresh on (tests/e2e/test_prometheus_outage_kubectl.py):
+    the line says what the HPAs see, and that the samples are kept for when it answers."""
+    answering = Answering()
+    answering.answer = (503, {"status": "error", "errorType": "unavailable", "error": "not ready"})
+    clock = SteppedClock(time.time())
+    source = await source_of(aiohttp_server, answering, clock)
+    try:
+        with caplog.at_level(logging.INFO, logger=source_module.__name__):
+            await source.collect(clock())
+            first = warnings_of(caplog)
+            clock.advance(5)
+            answering.answer = (500, {"status": "error", "errorType": "internal", "error": "boom"})
+            await source.collect(clock())
+            second = warnings_of(caplog)
+    finally:
+        await source.close()
+
+    for [line] in (first, second):
+        assert 'values unknown (503 "metric source down"), the HPAs hold their replicas' in line, line
+        assert "holding last good samples" not in line, line
