@@ -215,14 +215,16 @@ class ScrapeSource(SourceDefaults):
         async with self._limit:
             self.reads += 1
             self._sent.add((key, pod.name))
+            started = time.monotonic()
             try:
                 reading = await self._scrape(key, pod)
             except FetchError as error:
-                self._failed(key, pod, error.reason, str(error), now)
+                self._failed(key, pod, error.reason, str(error), now, time.monotonic() - started)
                 return key, self._fallback(key, pod)
             except asyncio.CancelledError:
                 self._failed(key, pod, names.REASON_TIMEOUT,
-                             f"{_shown(pod)}: no answer before the refresh deadline of {self._deadline_s:g} s", now)
+                             f"{_shown(pod)}: no answer before the refresh deadline of {self._deadline_s:g} s", now,
+                             time.monotonic() - started)
                 raise
         sample = reading.sample
         self._note_clock((key, pod.name), reading.clock_offset_s)
@@ -372,12 +374,13 @@ class ScrapeSource(SourceDefaults):
         failing[pod.name] = ongoing_problem(before, reason, detail, now, pod.name)
         return before
 
-    def _failed(self, key: RuntimeKey, pod: PodTarget, reason: str, detail: str, now: float) -> None:
-        """Count and record a failed scrape; said when its streak starts and when its reason changes (a lost
-        pod's exporter refusing, then its IP answering for another pod: `other_pod` is news of its own)."""
+    def _failed(self, key: RuntimeKey, pod: PodTarget, reason: str, detail: str, now: float, cost_s: float) -> None:
+        """Count and record a failed scrape that took `cost_s` (`ScrapeRetries`: only a slow one is backed off);
+        said when its streak starts and when its reason changes (a lost pod's exporter refusing, then its IP
+        answering for another pod: `other_pod` is news of its own)."""
         self.errors[reason] += 1
         before = self._problem(key, pod, reason, detail, now)
-        started = self._retries.failed(_streak(key, pod), now) == 1
+        started = self._retries.failed(_streak(key, pod), now, cost_s) == 1
         if started or (before is not None and before.reason != reason):
             self._news.failed(f"{key}/{pod.name}", reason, detail)
 

@@ -1,9 +1,12 @@
 """Which pods the scrape source tries this refresh, and in what order.
 
-A pod whose exporter failed is tried again only after an exponential backoff (`kube.backoff`), so a lost
-node's black-holed pods cost a connect timeout now and then instead of one every refresh; and pods that are
-not failing go first, so with the concurrency bound and the refresh deadline (`scrape.ScrapeSource`) a crowd
-of dead pods cannot keep a healthy one from being read. Times are the refresh's own clock (`collect(now)`),
+A pod whose exporter failed slowly is tried again only after an exponential backoff (`kube.backoff`), so a lost
+node's black-holed pods cost a connect timeout now and then instead of one every refresh; one that failed at
+once (a refused connection: an exporter restarting; a quick 500) costs nothing to try again and is tried at
+every refresh, so a runtime whose exporters come back is read at the next refresh, not a minute later (its values
+answered 503 for want of coverage all that time); and pods that are not failing go first, so with the
+concurrency bound and the refresh deadline (`scrape.ScrapeSource`) a crowd of dead pods cannot keep a healthy one
+from being read. Times are the refresh's own clock (`collect(now)`),
 so tests step it instead of sleeping.
 """
 
@@ -17,8 +20,11 @@ from autoscaler.kube.backoff import exponential_delay
 BACKOFF_INITIAL_S = 5.0
 """A pod that failed once is retried at the next refresh (15 s) anyway; only a streak spaces the tries."""
 BACKOFF_MAX_S = 60.0
-"""A pod that comes back is read again within a minute: four default refreshes, inside `max_staleness`
-for the runtime's other pods, and short next to the scale-down time constant."""
+"""A pod whose failures take time and that comes back is read again within a minute: four default refreshes,
+inside `max_staleness` for the runtime's other pods, and short next to the scale-down time constant."""
+CHEAP_FAILURE_S = 1.0
+"""A failure that took less than this is not backed off: it held a concurrency slot for under a second (a refused
+connection takes a round trip), where a timeout holds one for the whole `--scrape-timeout` (5 s)."""
 
 
 @dataclass(slots=True)
@@ -30,9 +36,11 @@ class _Streak:
 class ScrapeRetries:
     """Failure streaks per pod (any hashable key), the time each failing pod is due again."""
 
-    def __init__(self, initial_s: float = BACKOFF_INITIAL_S, max_s: float = BACKOFF_MAX_S) -> None:
+    def __init__(self, initial_s: float = BACKOFF_INITIAL_S, max_s: float = BACKOFF_MAX_S,
+                 cheap_failure_s: float = CHEAP_FAILURE_S) -> None:
         self._initial_s = initial_s
         self._max_s = max_s
+        self._cheap_failure_s = cheap_failure_s
         self._streaks: dict[Hashable, _Streak] = {}
 
     def due(self, pod: Hashable, now: float) -> bool:
@@ -43,10 +51,12 @@ class ScrapeRetries:
         streak = self._streaks.get(pod)
         return 0 if streak is None else streak.failures
 
-    def failed(self, pod: Hashable, now: float) -> int:
-        """Record a failure at `now`; the streak length, 1 for a pod that was fine."""
+    def failed(self, pod: Hashable, now: float, cost_s: float) -> int:
+        """Record a failure at `now` that took `cost_s` to fail; the streak length, 1 for a pod that was fine. The
+        streak counts cheap failures too (the pod goes after the healthy ones), but only a costly one waits."""
         failures = self.failures(pod) + 1
-        self._streaks[pod] = _Streak(failures, now + exponential_delay(failures, self._initial_s, self._max_s))
+        wait = 0.0 if cost_s < self._cheap_failure_s else exponential_delay(failures, self._initial_s, self._max_s)
+        self._streaks[pod] = _Streak(failures, now + wait)
         return failures
 
     def succeeded(self, pod: Hashable) -> bool:

@@ -3,6 +3,8 @@ refresh clock is stepped, not slept."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
 from collections import Counter
 from collections.abc import AsyncIterator
 
@@ -24,7 +26,7 @@ def test_a_failing_pod_waits_5_10_20_40_then_60_s() -> None:
     now = 1000.0
     waits = []
     for _ in range(6):
-        retries.failed("pod", now)
+        retries.failed("pod", now, cost_s=5.0)  # a timeout: what the backoff spares
         wait = 0.0
         while not retries.due("pod", now + wait):
             wait += 0.5
@@ -41,6 +43,7 @@ async def exporters(aiohttp_server: AiohttpServer) -> AsyncIterator[tuple[str, C
 
     async def broken(request: web.Request) -> web.Response:
         hits[request.match_info["pod"]] += 1
+        await asyncio.sleep(SLOW_S)
         return web.Response(status=500)
 
     async def declared_huge(request: web.Request) -> web.Response:
@@ -59,9 +62,13 @@ def inventory(base: str, *pods: str) -> StaticDiscovery:
         PodTarget(name=pod, ready=True, url=f"{base}/{pod}/metrics") for pod in pods))])
 
 
+SLOW_S = 0.2
+"""How long the broken exporters take to fail: more than the tests' `cheap_failure_s`, so they are backed off."""
+
+
 async def test_a_failing_pod_is_skipped_until_its_backoff_passes(exporters: tuple[str, Counter[str]]) -> None:
     base, hits = exporters
-    source = ScrapeSource(inventory(base, "dead"), timeout_s=2)
+    source = ScrapeSource(inventory(base, "dead"), timeout_s=2, retries=ScrapeRetries(cheap_failure_s=SLOW_S / 2))
     try:
         for now in range(1000, 1031):  # one refresh a second for 30 s: due at 1000, 1005, 1015
             await source.collect(float(now))
@@ -81,3 +88,34 @@ async def test_a_body_over_the_cap_is_refused_unread(exporters: tuple[str, Count
     assert hits["huge"] == 1
     assert source.errors == {"too_large": 1}
     assert snapshot.pods[0].sampled_at is None
+
+
+async def test_an_exporter_back_after_a_minute_of_refused_connections_is_read_at_the_next_refresh() -> None:
+    """An operator stopped 11 of a runtime's 20 exporters for 75 s: its values answered 503 (under
+    min_coverage) for up to a minute more after they were back, each pod's next try 60 s after its last refusal.
+    A refused connection costs nothing, so it is tried again at every refresh; only failures that take time
+    (a black-holed pod's timeout) are backed off."""
+    hits: Counter[str] = Counter()
+
+    async def exporter(request: web.Request) -> web.Response:
+        hits[request.match_info["pod"]] += 1
+        return web.Response(status=500)
+
+    with socket.socket() as probe:  # a port nothing listens on, until the exporter comes back on it
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    source = ScrapeSource(inventory(f"http://127.0.0.1:{port}", "back"), timeout_s=2)
+    app = web.Application()
+    app.router.add_get("/{pod}/metrics", exporter)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    try:
+        for now in range(1000, 1080, 5):  # refused for 75 s, one refresh each 5 s
+            await source.collect(float(now))
+        assert source.errors["connect"] == 16
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        await source.collect(1080.0)
+    finally:
+        await source.close()
+        await runner.cleanup()
+    assert hits["back"] == 1
