@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from autoscaler.simulation.converter_paths import refuse, unreadable, unwritable, why
 from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.request_log import reading_progress
 from autoscaler.simulation.trace import Trace, read_csv, write_csv
@@ -114,10 +115,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.top is not None and args.top < 1:
         parser.error(f"--top must be 1 or more, got {args.top}")
+    # A path that cannot be read or written is said before the days are read (converter_paths)
+    for problem in (*(unreadable(path) for path in args.days), unwritable(args.out)):
+        if problem is not None:
+            return refuse(parser.prog, problem)
     if (overwritten := day_written_over(args.out, args.days)) is not None:
-        print(f"error: --out {args.out} is {overwritten}, one of the files read: give the output another name",
-              file=sys.stderr)
-        return 1
+        return refuse(parser.prog, f"--out {args.out} is {overwritten}, one of the files read: give the output "
+                                   "another name")
     # With --top, every day is read twice, a day at a time: once to add up each model's requests, once to keep
     # the busiest's rows (14 days of 46,000 functions held whole until the busiest are known is 5 GB)
     passes = 1 if args.top is None else 2
@@ -156,10 +160,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         total = sum(totals.values()) if kept is not None else trace.total_requests
         if not total:
             raise TraceError("every cell of every file is 0: nothing to replay")
-    except TraceError as exc:
+    except (OSError, TraceError) as exc:
         ProgressBar.end_line()  # a bar left short of its end: the error on a line of its own
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        if isinstance(exc, TraceError):
+            return refuse(parser.prog, str(exc))
+        return refuse(parser.prog, f"{exc.filename or 'a day'}: cannot read: {why(exc)}")  # gone since the check
     for note in notes:  # a function under two triggers, say
         print(note, file=sys.stderr)
     models = len(totals) if kept is not None else len(trace.models)
@@ -170,8 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         write_csv(trace, args.out)
     except OSError as exc:
-        print(f"error: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+        return refuse(parser.prog, f"--out {args.out}: cannot write: {why(exc)}")
     print(f"{len(trace.models):,} models -> {args.out} (60 s intervals)", file=sys.stderr)
     return 0
 

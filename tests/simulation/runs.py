@@ -17,6 +17,8 @@ SIMULATE = [sys.executable, "-m", "autoscaler.cli", "simulate"]
 HEADER = "timestamp_s,model,requests\n"
 FAILED = "modelmesh-autoscaler simulate: error: "
 """How every error of `simulate` starts, its flags' (argparse's) and its inputs' alike."""
+CONVERT_FAILED = "python -m autoscaler.simulation.request_log: error: "
+"""How every refusal of the request-log converter starts (status 2, as `simulate`'s), flags' and inputs' alike."""
 ROUND = re.compile(r"round every timestamp (down )?to (?:the|a) (\d+) s step")
 """A refusal's rounding: "down" (`.dt.floor`) or not (`.dt.round`), and the step."""
 

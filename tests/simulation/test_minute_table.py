@@ -68,6 +68,10 @@ def test_a_cell_that_is_not_a_count_is_refused_naming_its_line_and_minute(tmp_pa
         f"{FAILED}{day}: line 3: minute 9: requests must be >= 0, got '-1'")
 
 
+TABLE_FAILED = "python -m autoscaler.simulation.minute_table: error: "
+"""How every refusal of the converter starts (status 2)."""
+
+
 def convert(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return run_module("autoscaler.simulation.minute_table", *args)
 
@@ -93,14 +97,14 @@ def test_days_of_different_lengths_or_no_table_are_refused(tmp_path: Path) -> No
     day1 = day_file(tmp_path / "d01.csv", [("f-a", "http", {1: 2})])
     short = day_file(tmp_path / "d02.csv", [("f-a", "http", {1: 2})], minutes=60)
     result = convert(day1, short, "--out", tmp_path / "t.csv", "--quiet")
-    assert result.returncode == 1
-    assert result.stderr.strip() == (f"error: {short}: 60 minute columns, but {day1} has 1440: each file must be one "
-                                     "day of the same length, given in order")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f"{TABLE_FAILED}{short}: 60 minute columns, but {day1} has 1440: each file must "
+                                     "be one day of the same length, given in order")
     plain = tmp_path / "plain.csv"
     plain.write_text("timestamp_s,model,requests\n0,a,1\n")
     result = convert(plain, "--out", tmp_path / "t.csv", "--quiet")
-    assert result.returncode == 1
-    assert result.stderr.strip() == (f"error: {plain}: not a per-minute table (a row per model, then columns "
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f"{TABLE_FAILED}{plain}: not a per-minute table (a row per model, then columns "
                                      "named 1, 2, ... for its minutes): it replays as it is with simulate --trace")
 
 
@@ -113,9 +117,9 @@ def test_an_out_that_is_one_of_the_days_read_is_refused_and_the_day_kept(tmp_pat
     before = day2.read_bytes()
     for out in (day2, tmp_path / "link.csv"):
         result = convert(day1, day2, "--top", "1", "--out", out, "--quiet")
-        assert result.returncode == 1, result.stderr
-        assert result.stderr.strip() == (f"error: --out {out} is {day2}, one of the files read: give the output "
-                                         "another name"), result.stderr
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.strip() == (f"{TABLE_FAILED}--out {out} is {day2}, one of the files read: give the "
+                                         "output another name"), result.stderr
         assert day2.read_bytes() == before
 
 
@@ -146,7 +150,7 @@ def test_what_is_kept_is_every_request_of_the_busiest_at_its_own_minute(tmp_path
     out = tmp_path / "out.csv"
     result = convert(*paths, "--top", str(top), "--out", out, "--quiet")
     if not any(totals.values()):
-        assert result.returncode == 1 and "every cell of every file is 0" in result.stderr
+        assert result.returncode == 2 and "every cell of every file is 0" in result.stderr
         return
     assert result.returncode == 0, result.stderr
     got: dict[tuple[str, int], int] = {}

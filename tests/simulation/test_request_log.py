@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from autoscaler.simulation.trace import read_csv
-from tests.simulation.runs import REPO, convert
+from tests.simulation.runs import CONVERT_FAILED, REPO, convert
 
 
 def test_one_file_per_model_with_iso_times_becomes_counts_per_second(tmp_path: Path) -> None:
@@ -58,12 +58,12 @@ def test_mistakes_get_one_line_that_says_what_to_fix(tmp_path: Path) -> None:
     log = tmp_path / "access.csv"
     log.write_text("when,model\n2023-11-16T18:17:03Z,a\n")
     result = convert(log, "--model-column", "model", "--out", tmp_path / "t.csv")
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "no timestamp column" in result.stderr and "--timestamp-column" in result.stderr
     assert "Traceback" not in result.stderr
     log.write_text("timestamp,model\n2023-11-16T18:17:03Z,a\nyesterday,a\n")
     result = convert(log, "--model-column", "model", "--out", tmp_path / "t.csv")
-    assert result.returncode == 1 and "line 3" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 2 and "line 3" in result.stderr and "Traceback" not in result.stderr
     result = convert(log, "--out", tmp_path / "t.csv")  # a plain FILE needs --model-column
     assert result.returncode == 2 and "MODEL=FILE" in result.stderr
 
@@ -89,9 +89,9 @@ def test_epoch_milliseconds_are_refused_naming_the_flag_that_reads_them(tmp_path
     log.write_text("timestamp,model\n1733011200000,a\n1733011200500,b\n1733011202000,a\n")
     out = tmp_path / "t.csv"
     result = convert("--model-column", "model", log, "--out", out)
-    assert result.returncode == 1
-    assert result.stderr == (f"error: {log}, line 2: timestamp 1733011200000 is the year 56886 as seconds: these "
-                             "look like milliseconds since the epoch; add --timestamp-unit ms\n")
+    assert result.returncode == 2
+    assert result.stderr == (f"{CONVERT_FAILED}{log}, line 2: timestamp 1733011200000 is the year 56886 as seconds: "
+                             "these look like milliseconds since the epoch; add --timestamp-unit ms\n")
     result = convert("--model-column", "model", log, "--out", out, "--timestamp-unit", "ms")
     assert result.returncode == 0, result.stderr
     assert out.read_text() == "timestamp_s,model,requests\n0,a,1\n0,b,1\n1,a,0\n2,a,1\n"
@@ -102,8 +102,8 @@ def test_a_time_that_is_not_one_says_what_is_read(tmp_path: Path) -> None:
     log = tmp_path / "access.csv"
     log.write_text("time,model\n01/Dec/2024:10:00:00 +0000,a\n")
     result = convert("--model-column", "model", log, "--out", tmp_path / "t.csv")
-    assert result.stderr == (f"error: {log}, line 2: timestamp must be Unix seconds (see --timestamp-unit) or an "
-                             "ISO 8601 date-time, got '01/Dec/2024:10:00:00 +0000'\n")
+    assert result.stderr == (f"{CONVERT_FAILED}{log}, line 2: timestamp must be Unix seconds (see --timestamp-unit) or "
+                             "an ISO 8601 date-time, got '01/Dec/2024:10:00:00 +0000'\n")
 
 
 def test_a_big_log_is_binned_in_a_few_dozen_bytes_a_request(tmp_path: Path) -> None:
@@ -138,5 +138,5 @@ def test_a_model_named_by_two_columns_keeps_functions_of_two_apps_apart(tmp_path
     assert result.returncode == 0, result.stderr
     assert out.read_text() == "timestamp_s,model,requests\n0,a/f,2\n1,b/f,1\n"
     result = convert(log, "--model-column", "app,fn", "--timestamp-column", "end_timestamp", "--out", out, "--quiet")
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "no model column (fn) in the header app, func, end_timestamp, duration" in result.stderr

@@ -92,8 +92,8 @@ def test_an_error_after_a_partly_drawn_bar_starts_its_own_line(tmp_path: Path) -
     log = tmp_path / "m.csv"
     log.write_text("timestamp\n" + rows + "yesterday\n" + rows)
     status, shown = on_a_terminal([f"m={log}", "--out", str(tmp_path / "out.csv")])
-    assert status == 1 and re.search(r"\d%", shown), shown  # failed, after a bar drawn short of its end
-    assert re.search(r"(^|\n)error: ", shown), shown
+    assert status == 2 and re.search(r"\d%", shown), shown  # failed, after a bar drawn short of its end
+    assert re.search(r"(^|\n)python -m autoscaler.simulation.request_log: error: ", shown), shown
     rows = "".join(f"{60 * i},m{i % 7},1\n" for i in range(3 * PROGRESS_ROWS // 2))
     trace = write_trace(tmp_path, rows + "later,m1,1\n")
     status, shown = on_a_terminal(["simulate", "--trace", str(trace), "--out", str(tmp_path / "report")],

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from autoscaler.simulation.figures import hours_text
 from autoscaler.simulation.report import bound_text
 from autoscaler.simulation.trace import read_csv
-from tests.simulation.runs import FAILED, HEADER, convert, report, run_module, simulate, write_trace
+from tests.simulation.runs import CONVERT_FAILED, FAILED, HEADER, convert, report, run_module, simulate, write_trace
 
 
 @pytest.mark.parametrize(("rows", "said"), [
@@ -121,12 +121,12 @@ def test_the_request_log_converter_reads_or_names_what_users_save(tmp_path: Path
     if mistake == "gzip named csv":
         assert result.returncode == 0 and result.stdout.splitlines()[1:] == ["0,café,1", "1,a,1"], result.stderr
         return
-    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.strip() == {
-        "code page": f"error: {log}: line 2: not UTF-8 text (invalid continuation byte at b'\\xe9'): save it as CSV "
-                     "UTF-8",
+        "code page": f"{CONVERT_FAILED}{log}: line 2: not UTF-8 text (invalid continuation byte at b'\\xe9'): save it "
+                     "as CSV UTF-8",
         # named .csv, read as gzip for its first bytes only: as simulate says it of such a trace
-        "gzip cut short": f"error: {log}: not UTF-8 text: it begins as gzip does, but does not unpack (cut "
+        "gzip cut short": f"{CONVERT_FAILED}{log}: not UTF-8 text: it begins as gzip does, but does not unpack (cut "
                           "short?)"}[mistake]
 
 
@@ -140,8 +140,9 @@ def damaged(data: bytes, where: str) -> bytes:
 
 DAMAGED_READERS = {  # what each reader is given (its own kind of file), its exit status and its message's start
     "simulate": (HEADER + "0,a,5\n60,a,3\n120,b,4\n", 2, FAILED),
-    "request_log": ("timestamp,model\n1700000000,a\n1700000001,b\n", 1, "error: "),
-    "minute_table": ("HashOwner,HashApp,HashFunction,Trigger,1,2\no,a,f,http,1,2\n", 1, "error: "),
+    "request_log": ("timestamp,model\n1700000000,a\n1700000001,b\n", 2, CONVERT_FAILED),
+    "minute_table": ("HashOwner,HashApp,HashFunction,Trigger,1,2\no,a,f,http,1,2\n", 2,
+                     "python -m autoscaler.simulation.minute_table: error: "),
 }
 
 
