@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple, TextIO
 
 import numpy as np
 
+from autoscaler.simulation.header_advice import header_advice
 from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, parse_time
 from autoscaler.simulation.trace_error import TraceError as TraceError  # its importers keep their import
 
@@ -344,9 +345,10 @@ def columns(header: list[str] | None, name: str) -> tuple[int, int, int, tuple[s
     problems = [f"missing {column}" for column in HEADER if column not in found]
     problems += [f"{column} listed twice" for column in HEADER if found.count(column) > 1]
     if problems:
+        advice = header_advice(header, name) or ("or a per-minute table: a row per model, then columns named 1, 2, "
+                                                 "... for its minutes")
         raise TraceError(f"{name}: line 1: expected the header {','.join(HEADER)} (in any order, other columns "
-                         f"left out), got {','.join(header)!r}: {'; '.join(problems)}; or a per-minute table: a "
-                         "row per model, then columns named 1, 2, ... for its minutes")
+                         f"left out), got {','.join(header)!r}: {'; '.join(problems)}; {advice}")
     at_time, at_model, at_requests = (found.index(column) for column in HEADER)
     others = tuple(repr(header[i].strip()) if column else "an unnamed one (pandas' index)" if i == 0 else
                    "an unnamed one" for i, column in enumerate(found) if column not in HEADER)
