@@ -15,6 +15,7 @@ import asyncio
 import codecs
 import contextlib
 import logging
+import os
 import ssl
 import time
 from collections.abc import Callable, Iterable
@@ -75,6 +76,15 @@ _SCHEME_SETTING: Final = ("modelmesh-serving's metrics.scheme (the mm container'
 """Where a ModelMesh runtime's metrics port is set to http or https."""
 _NO_HANDSHAKE: Final = (f"no TLS handshake: where ModelMesh serves plain http, {_SCHEME_SETTING} is http: use an "
                         f"http:// URL in {_URL}")
+
+
+def _connect_said(error: aiohttp.ClientConnectorError) -> str:
+    """A connection that failed, as host:port and the OS's words (`Connection refused`): aiohttp's own words,
+    `Cannot connect to host 127.0.0.1:2112 ssl:default [Connect call failed ...]`, named TLS on an http:// URL."""
+    cause = error.os_error
+    words = (os.strerror(cause.errno) if cause.errno is not None and cause.errno > 0
+             else cause.strerror or str(cause) or type(cause).__name__)  # a name's lookup: gaierror's own words
+    return f"cannot connect to {error.host}:{error.port}: {words}"
 
 
 def _redirects_said(error: aiohttp.TooManyRedirects) -> str:
@@ -222,9 +232,9 @@ class ModelMeshCollector(Collector):
             except aiohttp.ClientConnectorError as error:
                 if self._url.startswith("https://") and isinstance(error.os_error, ConnectionResetError):
                     # accepted, then dropped at the client's hello: a plain-http server that does not answer it
-                    raise ScrapeFailure(names.REASON_TLS, f"{error}: the server hung up on the TLS handshake "
-                                        f"({_NO_HANDSHAKE})") from error
-                raise ScrapeFailure(names.REASON_CONNECT, str(error)) from error
+                    raise ScrapeFailure(names.REASON_TLS, f"{_connect_said(error)}: the server hung up on the TLS "
+                                        f"handshake ({_NO_HANDSHAKE})") from error
+                raise ScrapeFailure(names.REASON_CONNECT, _connect_said(error)) from error
             except aiohttp.ServerDisconnectedError as error:
                 if attempt == 1:
                     continue
