@@ -39,6 +39,7 @@ import asyncio
 import contextlib
 import dataclasses
 import itertools
+import json
 import logging
 import math
 import time
@@ -46,7 +47,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from ssl import SSLContext
-from typing import Final
+from typing import Any, Final
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry
@@ -255,18 +256,44 @@ def _format_bound(bound: float) -> str:
 
 _FAKE_KEY: web.AppKey[FakeModelMesh] = web.AppKey("fake_modelmesh", FakeModelMesh)
 
+_LOAD_KINDS: Final = {f.name: str(f.type) for f in dataclasses.fields(ModelMeshLoad)}
+CONTROL_FIELDS: Final = (*_LOAD_KINDS, "fault", "fault_delay_s")
+"""What `POST /control` takes: `ModelMeshLoad`'s fields, and `/metrics`'s fault (`FAULTS`) with its delay."""
+
+
+def control_changes(body: object) -> dict[str, Any]:
+    """`POST /control`'s JSON, each field checked before any is applied: a ValueError names the first field it
+    does not take, or a value of the wrong kind. Passed on as it was, `{"rps": 600}` (the fake's own `--rps`)
+    answered `ModelMeshLoad.__init__() got an unexpected keyword argument 'rps'`, and `"600"` for a rate was taken,
+    to fail every scrape after it."""
+    takes = f"POST /control takes {', '.join(CONTROL_FIELDS)}"
+    if not isinstance(body, dict):
+        raise ValueError(f"expected a JSON object of fields; {takes}")
+    for name, value in body.items():
+        kind = "fault" if name == "fault" else _LOAD_KINDS.get(name, "float" if name == "fault_delay_s" else None)
+        if kind is None:
+            raise ValueError(f"unknown field {name!r}; {takes}")
+        if kind == "fault" and value is not None and value not in FAULTS:
+            raise ValueError(f"unknown fault {value!r}; one of {', '.join(sorted(FAULTS))} or null")
+        if kind == "bool" and not isinstance(value, bool):
+            raise ValueError(f"{name} must be true or false, not {value!r}")
+        if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValueError(f"{name} must be a whole number, not {value!r}")
+        if kind == "float" and (isinstance(value, bool) or not isinstance(value, int | float)
+                                or not math.isfinite(value)):
+            raise ValueError(f"{name} must be a number, not {value!r}")
+    return body
+
 
 async def _control(request: web.Request) -> web.Response:
     fake = request.app[_FAKE_KEY]
     try:
-        changes = await request.json()
-        if not isinstance(changes, dict):
-            raise TypeError("expected a JSON object")
-        if "fault" in changes or "fault_delay_s" in changes:
-            fake.set_fault(changes.pop("fault", fake.fault), changes.pop("fault_delay_s", None))
-        fake.update(**changes)
-    except (ValueError, TypeError) as error:
+        changes = control_changes(await request.json())
+    except ValueError as error:  # a body that is not JSON too
         return web.json_response({"error": str(error)}, status=400)
+    if "fault" in changes or "fault_delay_s" in changes:
+        fake.set_fault(changes.pop("fault", fake.fault), changes.pop("fault_delay_s", None))
+    fake.update(**changes)
     return web.json_response({**dataclasses.asdict(fake.load), "fault": fake.fault})
 
 
@@ -338,11 +365,20 @@ def build_app(fake: FakeModelMesh) -> web.Application:
     return app
 
 
+CONTROL_HELP: Final = (
+    "POST /control with a JSON object of any of these fields sets them from then on (counters so far are kept): "
+    + ", ".join(f"{f.name} (default {json.dumps(f.default)})" for f in dataclasses.fields(ModelMeshLoad))
+    + f"; fault, one of {', '.join(sorted(FAULTS))}, or null for good metrics again; fault_delay_s, the seconds a "
+    "slow answer takes (default 5). An unknown field or a value of the wrong kind is a 400 that names it, and changes "
+    "nothing. POST /reset starts every counter again, as a container restart does.")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run one fake ModelMesh container as a process (https with a self-signed certificate by default)."""
     parser = argparse.ArgumentParser(
         prog="python -m autoscaler.demo.fake_modelmesh",
         description="Serve ModelMesh-shaped /metrics whose load is set with POST /control.",
+        epilog=CONTROL_HELP,
     )
     parser.add_argument("--listen", default="127.0.0.1:2112", help="HOST:PORT (default %(default)s)")
     parser.add_argument("--http", action="store_true", help="serve plain http instead of ModelMesh's https")
