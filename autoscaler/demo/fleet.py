@@ -2,7 +2,9 @@
 one real adapter process that finds them through a targets file it re-reads when it changes.
 
 A new pod is "Ready" once its exporter answers; only then is it written into the targets file, as a
-Kubernetes Endpoints object would list it. A removed pod leaves the targets file first, then stops.
+Kubernetes Endpoints object would list it. A removed pod leaves the targets file first, then stops. Every process
+is started from the event loop's thread, the demo's main one, and ends with the demo even where it is killed
+(`parent_death`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from aiohttp import web
 from autoscaler.api.certs import generate_self_signed, server_context
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, build_app
 from autoscaler.demo.orphans import stop_adopted
+from autoscaler.demo.parent_death import dies_with_this_process
 
 NAMESPACE = "default"
 DEPLOYMENT = "modelmesh-serving-demo"
@@ -122,7 +125,7 @@ class DemoFleet:
         (self.workdir / "policy.yaml").write_text(yaml.safe_dump({"defaults": self.policy}))
         self._adapter = subprocess.Popen(
             [sys.executable, "-m", "autoscaler.cli", "serve", *self.adapter_arguments()],
-            stdout=self._log, stderr=self._log, env=child_environment(),
+            stdout=self._log, stderr=self._log, env=child_environment(), preexec_fn=dies_with_this_process(),
         )
         self.processes.append(self._adapter)
 
@@ -156,7 +159,7 @@ class DemoFleet:
             [sys.executable, "-m", "exporter.cli", "--listen", f"127.0.0.1:{pod.exporter_port}",
              "--modelmesh-url", f"https://127.0.0.1:{pod.modelmesh_port}/metrics",
              "--modelmesh-ca-file", str(self._ca), "--no-gpu", "--modelmesh-interval", "1", "--load-window", "6"],
-            stdout=self._log, stderr=self._log, env=child_environment(),
+            stdout=self._log, stderr=self._log, env=child_environment(), preexec_fn=dies_with_this_process(),
         )
         self.processes.append(pod.process)
         self.pods.append(pod)

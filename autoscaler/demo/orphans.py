@@ -6,6 +6,9 @@ last holder of its pipe closes it), and a worker the adapter could not stop in t
 it. The demo ended first, and a Ctrl-C left processes in the terminal's group. On Linux the demo becomes their
 "subreaper": a process orphaned below it is handed to it rather than to init, so it can wait for each, and stop
 it, before it says "every process stopped". Elsewhere nothing is adopted, and nothing changes.
+
+The demo itself killed with SIGKILL stops nothing: there the processes it started end on their own, told by the
+kernel (`parent_death`), and its directory is removed by a process left for that (`workdir_janitor`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,13 @@ from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 _adopting = False
+_spared: set[int] = set()
+
+
+def spare(pid: int) -> None:
+    """Leave the child `pid` to its own end: `stop_adopted` stops every other child. The demo's directory janitor
+    (`workdir_janitor`), which the demo releases after its processes have stopped."""
+    _spared.add(pid)
 
 
 def adopt_orphans() -> bool:
@@ -54,7 +64,8 @@ def stop_adopted(timeout: float = 5.0) -> None:
         return
     signalled: set[int] = set()
     deadline = time.monotonic() + timeout
-    while left := children():  # again each time: one that ends hands its own children on to this process
+    # again each time: one that ends hands its own children on to this process
+    while left := [pid for pid in children() if pid not in _spared]:
         late = time.monotonic() >= deadline
         for pid in left:
             if late or pid not in signalled:

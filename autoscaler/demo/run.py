@@ -32,9 +32,10 @@ from typing import Any, Final
 import aiohttp
 
 from autoscaler.demo.arguments import DEMO_MAX_PODS
-from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, DemoFleet, DemoPod
-from autoscaler.demo.orphans import adopt_orphans
+from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, PROCESS_STOP_S, DemoFleet, DemoPod
+from autoscaler.demo.orphans import adopt_orphans, spare
 from autoscaler.demo.removals import scale_down
+from autoscaler.demo.workdir_janitor import release, start_janitor
 from autoscaler.log_lists import in_words
 from autoscaler.names import GROUP_VERSION, ServedMetric
 from autoscaler.simulation.hpa import (
@@ -485,8 +486,12 @@ def run_demo(args: argparse.Namespace) -> int:
     # The directory goes when the demo ends or is interrupted, but not when it failed: the first line pointed the
     # user to its log, and that log holds the reason.
     directory = Path(tempfile.mkdtemp(prefix="modelmesh-demo-"))
-    failed = True
+    failed, janitor = True, None
     try:
+        # Killed with SIGKILL, the demo removes nothing: the janitor does, once the demo's processes have ended on
+        # their parent-death signal (`parent_death`); a little past their own stop time, as the demo gives them.
+        janitor = start_janitor(directory, PROCESS_STOP_S + 5)
+        spare(janitor.pid)
         demo = Demo(args.pods, args.duration, args.interval, directory, args.max_pods, args.start_timeout)
         code = asyncio.run(_run_until_signalled(demo))
         failed = code == 1
@@ -497,3 +502,5 @@ def run_demo(args: argparse.Namespace) -> int:
     finally:
         if not failed:
             shutil.rmtree(directory, ignore_errors=True)
+        if janitor is not None:
+            release(janitor)
