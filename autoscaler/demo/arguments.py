@@ -9,6 +9,11 @@ from typing import Final
 
 from exporter.flag_values import seconds, whole_number_within
 
+DEMO_MIN_INTERVAL_S: Final = 1.0
+"""The shortest `--interval`: the demo's adapter refreshes once a second (`fleet.DemoFleet.adapter_arguments`), so a
+table more often repeats the last, and each asks every exporter and the adapter; `--interval 1e-9` was taken, and
+printed 363 lines in 20 s."""
+
 DEMO_MAX_PODS: Final = 32
 """The most pods `demo` runs: each is a fake ModelMesh and a real exporter process on this machine (about 40 MB
 and some CPU each); `--pods 100000` began starting them one by one on a 2-core machine, without a word."""
@@ -17,6 +22,16 @@ and some CPU each); `--pods 100000` began starting them one by one on a 2-core m
 def demo_pods(value: str) -> int:
     """A demo's pod count: 1 to `DEMO_MAX_PODS`."""
     return whole_number_within(value, 1, DEMO_MAX_PODS, f"1 to {DEMO_MAX_PODS} (each is an exporter process here)")
+
+
+def demo_interval(value: str) -> float:
+    """Seconds between the demo's tables: at least `DEMO_MIN_INTERVAL_S`."""
+    interval = seconds(value)
+    if interval < DEMO_MIN_INTERVAL_S:
+        raise argparse.ArgumentTypeError(
+            f"must be at least {DEMO_MIN_INTERVAL_S:g} s (the demo's adapter refreshes once a second: a table more "
+            f"often repeats the last), got {value!r}")
+    return interval
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,5 +48,5 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--start-timeout", type=seconds, default=60.0, metavar="SECONDS",
                         help="how long the demo waits for the adapter's first value before the scenario starts, "
                              "and the traffic drop for pods still starting (default 60)")
-    parser.add_argument("--interval", type=seconds, default=3.0, metavar="SECONDS",
-                        help="seconds between printed tables (default 3)")
+    parser.add_argument("--interval", type=demo_interval, default=3.0, metavar="SECONDS",
+                        help=f"seconds between printed tables, at least {DEMO_MIN_INTERVAL_S:g} (default 3)")
