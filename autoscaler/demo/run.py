@@ -35,6 +35,7 @@ from autoscaler.demo.arguments import DEMO_MAX_PODS
 from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, PROCESS_STOP_S, DemoFleet, DemoPod
 from autoscaler.demo.orphans import adopt_orphans, spare
 from autoscaler.demo.removals import scale_down
+from autoscaler.demo.short_run import StoryProgress, not_shown
 from autoscaler.demo.workdir_janitor import release, start_janitor
 from autoscaler.log_lists import in_words
 from autoscaler.names import GROUP_VERSION, ServedMetric
@@ -181,6 +182,7 @@ class Demo:
         # is read as cost 0 by the ReplicaSet, so the drop waits for it as for a pod still starting.
         self.ranked: frozenset[str] = frozenset()
         self.phase = PHASES[0]
+        self.progress = StoryProgress()  # what the run has shown, for what its end says it did not (`not_shown`)
 
     @property
     def workdir(self) -> Path:
@@ -241,6 +243,8 @@ class Demo:
         if phase is not self.phase:
             print(f"\n[{elapsed:4.0f}s] phase {PHASES.index(phase) + 1} of {len(PHASES)} begins: {phase.title}")
             sys.stdout.flush()
+            if phase is PHASES[-1]:
+                self.progress.dropped_at = elapsed
         self.apply_phase(phase)
 
     def apply_phase(self, phase: Phase) -> None:
@@ -315,9 +319,12 @@ class Demo:
                 continue
             removed: list[str] = []
             if decision.desired > decision.current:
+                self.progress.scaled_up = True
                 for _ in range(decision.desired - decision.current):
                     await self.fleet.add_pod()
             else:
+                if self.progress.dropped_at is not None:
+                    self.progress.scaled_down_after_drop = True
                 ranked = await self.ranked_pods(session)
                 for name, words in scale_down(pods, ranked, decision.current - decision.desired):
                     removed.append(words)
@@ -433,7 +440,17 @@ class Demo:
             finally:
                 hpa.cancel()
                 await asyncio.gather(hpa, return_exceptions=True)
+            await self.say_what_was_not_shown(session)
         print("\ndemo finished: every process stopped.")
+
+    async def say_what_was_not_shown(self, session: aiohttp.ClientSession) -> None:
+        """At the end of a run too short for its story, what it did not show and why (`short_run`)."""
+        shown, _ = await self.served(session, ServedMetric.DESIRED_REPLICAS)
+        for line in not_shown(self.progress, elapsed=self.elapsed(), duration=self.duration,
+                              replicas=len(self.fleet.pods), min_replicas=self.spec.min_replicas,
+                              max_replicas=self.spec.max_replicas, initial=self.initial, desired=shown,
+                              tau_s=SCALE_DOWN_TAU_S):
+            print(f"\n[{self.elapsed():4.0f}s] {line}")
 
 
 STOPPING_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -155,6 +155,7 @@ def test_replicas_follow_the_hot_model_up_and_come_down_slowly_least_needed_firs
     downs = re.findall(r"HPA: .*scale down (\d+) -> (\d+); removed (.*)", out)
     assert ups, out
     assert downs, out  # and down again once the traffic drops
+    assert "the run ended" not in out, out  # no note of what was not shown: all was
     # up while the hot model runs, not once the traffic has dropped: a table of the hot phase shows the pods added
     hot = [int(n) for n in re.findall(r"\] a hot model lands.*\n  replicas (\d+) \(", out)]
     assert hot and max(hot) > 4, out
@@ -279,6 +280,22 @@ def test_a_demo_killed_with_sigkill_leaves_no_process_port_or_directory() -> Non
     assert left == [], f"still running {KILLED_DEMO_GONE_S:g} s after the demo was killed: {left}"
     assert [port for port in ports if not port_is_free(port)] == []
     assert not Path(workdir).exists()
+
+
+def test_a_run_too_short_to_bring_pods_down_says_why_at_its_end() -> None:
+    """`demo --pods 1 --duration 15` showed the scale-up and tables of the traffic drop, then "demo finished", with
+    no scale-down and nothing saying why: the run ended while the adapter's served value still fell, slowly on
+    purpose."""
+    done = subprocess.run([*DEMO, "--pods", "1", "--duration", "12", "--interval", "6"], capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    scaled_down = re.search(r"HPA: .*scale down", done.stdout)
+    said = re.search(r"\n\[ *\d+s\] the run ended \d+ s after the traffic dropped, before the HPA brought pods down: "
+                     r"the adapter serves desired_replicas=[0-9.]+ at \d replicas, and falls slowly on purpose "
+                     r"\(scale_down_tau_s 5 s\); a longer --duration \(e\.g\. --duration 40\) shows it\n"
+                     r"\ndemo finished",
+                     done.stdout)
+    assert bool(scaled_down) != bool(said), done.stdout  # a machine fast enough to scale down says nothing
 
 
 def test_settings_left_in_the_shell_do_not_change_the_demo(full_run: subprocess.CompletedProcess[str]) -> None:
