@@ -34,6 +34,7 @@ import aiohttp
 from autoscaler.demo.arguments import DEMO_MAX_PODS
 from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, PROCESS_STOP_S, DemoFleet, DemoPod
 from autoscaler.demo.orphans import adopt_orphans, spare
+from autoscaler.demo.pod_costs import costs_on_pods
 from autoscaler.demo.removals import scale_down
 from autoscaler.demo.short_run import StoryProgress, not_shown
 from autoscaler.demo.workdir_janitor import release, start_janitor
@@ -178,8 +179,9 @@ class Demo:
         self.started = time.monotonic()
         self.held = 0.0  # seconds a phase waited for pods still starting: the scenario's clock stood still
         self.held_for: Phase | None = None  # the phase that waited (it says so once)
-        # The pods the adapter gave a deletion cost in the last /debug read (`ranked_pods`): a Ready pod outside it
-        # is read as cost 0 by the ReplicaSet, so the drop waits for it as for a pod still starting.
+        # The cost on each pod, as the adapter writes them (`ranked_pods`, `pod_costs`), and the pods with one: a
+        # Ready pod without is read as cost 0 by the ReplicaSet, so the drop waits for it as for a pod still starting.
+        self.costs: dict[str, tuple[int, int | None]] = {}
         self.ranked: frozenset[str] = frozenset()
         self.phase = PHASES[0]
         self.progress = StoryProgress()  # what the run has shown, for what its end says it did not (`not_shown`)
@@ -292,20 +294,21 @@ class Demo:
         return None
 
     async def ranked_pods(self, session: aiohttp.ClientSession) -> dict[str, tuple[int, int | None]]:
-        """Each pod's deletion cost and unique copies (models only it served lately), from the adapter's
-        `/debug` explanation; pods it gives no cost are left out. An answer also sets `ranked`."""
+        """The deletion cost on each pod and its unique copies (models only it served lately), as the adapter's
+        `/debug` explanation shows them written (`pod_costs.costs_on_pods`: not the cost it lists for a pod it
+        writes none on); pods without one are left out. The costs known before where /debug does not answer. An
+        answer also sets `ranked`."""
         try:
             async with session.get(self._url(f"/debug/runtimes/{NAMESPACE}/{DEPLOYMENT}"), ssl=False,
                                    timeout=aiohttp.ClientTimeout(total=2)) as response:
                 if response.status != 200:
-                    return {}
+                    return dict(self.costs)
                 body = await response.json()
         except (aiohttp.ClientError, TimeoutError, ValueError):
-            return {}
-        ranked = {pod["name"]: (pod["deletion_cost"], pod.get("unique_models")) for pod in body.get("pods", [])
-                  if pod.get("deletion_cost") is not None}
-        self.ranked = frozenset(ranked)
-        return ranked
+            return dict(self.costs)
+        self.costs = costs_on_pods(body, self.costs)
+        self.ranked = frozenset(self.costs)
+        return dict(self.costs)
 
     async def autoscale(self, session: aiohttp.ClientSession) -> None:
         """The HPA controller: every sync, read the metric, decide, and act on the replicas."""
