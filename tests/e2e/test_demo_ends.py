@@ -1,0 +1,85 @@
+"""How a demo run ends where it cannot end as it means to: killed with SIGKILL, which it cannot handle, or too short
+for the story it tells. Apart from `test_demo.py` (one of the slowest files), so that they run beside it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_demo import DEMO, adapter_has_started_its_worker, workdir_of
+from tests.support.processes import poll
+from tests.support.terminal import start_in_a_terminal
+
+pytestmark = pytest.mark.slow
+
+
+def running_in_group(group: int) -> list[str]:
+    """`pid command` of each process of the group that still runs: a zombie (one whose parent, init here, has not
+    reaped it yet) holds no port and uses no CPU."""
+    found = subprocess.run(["ps", "-ww", "-o", "pid=,stat=,args=", "-g", str(group)], capture_output=True,
+                           text=True).stdout
+    return [line.strip() for line in found.splitlines() if not line.split()[1].startswith("Z")]
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+KILLED_DEMO_GONE_S = 20.0
+"""How soon what a SIGKILLed demo started must be gone: its processes stop on SIGTERM in a second or two; the
+bound leaves a loaded machine room (the adapter gives its worker at most 10 s)."""
+
+
+def test_a_demo_killed_with_sigkill_leaves_no_process_port_or_directory() -> None:
+    """`kill -9` (a CI job's timeout, the OOM killer) cannot be handled: the exporters, the adapter, its serving
+    worker and resource tracker were left running for good, reparented to init, holding their ports and scraping
+    fake pods that no longer existed, and the demo's directory was left in /tmp."""
+    demo = start_in_a_terminal([*DEMO, "--duration", "60"])
+    try:
+        assert demo.stdout is not None
+        workdir = workdir_of(demo.stdout.readline())
+        poll(lambda: adapter_has_started_its_worker(demo.pid), timeout=60)
+        started = running_in_group(demo.pid)
+        ports = [int(port) for port in re.findall(r"--listen 127\.0\.0\.1:(\d+)", "\n".join(started))]
+        assert len(ports) == 5, started  # four exporters and the adapter
+        demo.kill()
+        demo.wait(timeout=10)
+        deadline = time.monotonic() + KILLED_DEMO_GONE_S
+        while (left := running_in_group(demo.pid)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(demo.pid, signal.SIGKILL)  # a failed step above: leave nothing running into later tests
+        demo.communicate(timeout=10)
+    assert left == [], f"still running {KILLED_DEMO_GONE_S:g} s after the demo was killed: {left}"
+    assert [port for port in ports if not port_is_free(port)] == []
+    assert not Path(workdir).exists()
+
+
+def test_a_run_too_short_to_bring_pods_down_says_why_at_its_end() -> None:
+    """`demo --pods 1 --duration 15` showed the scale-up and tables of the traffic drop, then "demo finished", with
+    no scale-down and nothing saying why: the run ended while the adapter's served value still fell, slowly on
+    purpose."""
+    done = subprocess.run([*DEMO, "--pods", "1", "--duration", "12", "--interval", "6"], capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    scaled_down = re.search(r"HPA: .*scale down", done.stdout)
+    said = re.search(r"\n\[ *\d+s\] the run ended \d+ s after the traffic dropped, before the HPA brought pods down: "
+                     r"the adapter serves desired_replicas=[0-9.]+ at \d replicas, and falls slowly on purpose "
+                     r"\(scale_down_tau_s 5 s\); a longer --duration \(e\.g\. --duration 40\) shows it\n"
+                     r"\ndemo finished",
+                     done.stdout)
+    assert bool(scaled_down) != bool(said), done.stdout  # a machine fast enough to scale down says nothing
