@@ -259,6 +259,10 @@ _FAKE_KEY: web.AppKey[FakeModelMesh] = web.AppKey("fake_modelmesh", FakeModelMes
 _LOAD_KINDS: Final = {f.name: str(f.type) for f in dataclasses.fields(ModelMeshLoad)}
 CONTROL_FIELDS: Final = (*_LOAD_KINDS, "fault", "fault_delay_s")
 """What `POST /control` takes: `ModelMeshLoad`'s fields, and `/metrics`'s fault (`FAULTS`) with its delay."""
+MAX_CONTROL_NUMBER: Final = 1e15
+"""The largest number `/control` takes: a rate of 1e308 made the counters infinite, and every scrape failed."""
+MAX_MODELS_LOADED: Final = 10_000
+"""The most models `/control` takes: each is a series of every histogram (10**9 would fill the memory)."""
 
 
 def control_changes(body: object) -> dict[str, Any]:
@@ -273,15 +277,17 @@ def control_changes(body: object) -> dict[str, Any]:
         kind = "fault" if name == "fault" else _LOAD_KINDS.get(name, "float" if name == "fault_delay_s" else None)
         if kind is None:
             raise ValueError(f"unknown field {name!r}; {takes}")
-        if kind == "fault" and value is not None and value not in FAULTS:
+        if kind == "fault" and value is not None and not (isinstance(value, str) and value in FAULTS):
             raise ValueError(f"unknown fault {value!r}; one of {', '.join(sorted(FAULTS))} or null")
         if kind == "bool" and not isinstance(value, bool):
             raise ValueError(f"{name} must be true or false, not {value!r}")
-        if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ValueError(f"{name} must be a whole number, not {value!r}")
+        if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)
+                              or not 0 <= value <= MAX_MODELS_LOADED):
+            raise ValueError(f"{name} must be a whole number from 0 to {MAX_MODELS_LOADED}, not {value!r}")
         if kind == "float" and (isinstance(value, bool) or not isinstance(value, int | float)
-                                or not math.isfinite(value)):
-            raise ValueError(f"{name} must be a number, not {value!r}")
+                                or not abs(value) <= MAX_CONTROL_NUMBER):  # NaN too
+            raise ValueError(f"{name} must be a number from {-MAX_CONTROL_NUMBER:g} to {MAX_CONTROL_NUMBER:g}, "
+                             f"not {value!r}")
     return body
 
 
@@ -369,8 +375,8 @@ CONTROL_HELP: Final = (
     "POST /control with a JSON object of any of these fields sets them from then on (counters so far are kept): "
     + ", ".join(f"{f.name} (default {json.dumps(f.default)})" for f in dataclasses.fields(ModelMeshLoad))
     + f"; fault, one of {', '.join(sorted(FAULTS))}, or null for good metrics again; fault_delay_s, the seconds a "
-    "slow answer takes (default 5). An unknown field or a value of the wrong kind is a 400 that names it, and changes "
-    "nothing. POST /reset starts every counter again, as a container restart does.")
+    "slow answer takes (default 5). An unknown field, or a value of the wrong kind or out of range, is a 400 that "
+    "names it, and changes nothing. POST /reset starts every counter again, as a container restart does.")
 
 
 def main(argv: list[str] | None = None) -> None:
