@@ -21,10 +21,13 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autoscaler.api.certs import generate_self_signed, server_context
 from autoscaler.demo.fake_modelmesh import FakeModelMesh
 from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, DemoPod, free_port
+from autoscaler.demo.pod_costs import costs_on_pods
 from autoscaler.demo.run import Demo
 
 
@@ -95,3 +98,35 @@ async def test_no_cost_is_on_the_pods_while_the_runtime_has_no_values(demo: tupl
         with contextlib.redirect_stdout(io.StringIO()) as printed:
             await made.report(session)
     assert (cost_shown(printed.getvalue(), "demo-0"), cost_shown(printed.getvalue(), "demo-1")) == ("-", "-")
+
+
+DEBUG_POD = st.fixed_dictionaries({
+    "name": st.sampled_from(["demo-0", "demo-1", "demo-2"]), "ready": st.booleans(), "fresh": st.booleans(),
+    "deletion_cost": st.one_of(st.none(), st.integers(0, 1000)),
+    "unique_models": st.one_of(st.none(), st.integers(0, 6)),
+})
+DEBUG_DOCUMENT = st.fixed_dictionaries({
+    "known": st.booleans(),
+    "pods": st.lists(DEBUG_POD, max_size=3, unique_by=lambda shown: shown["name"]),
+})
+
+
+def written(document: dict[str, Any]) -> dict[str, tuple[int, int | None]]:
+    """The costs the adapter writes at the refresh `document` shows (`deletion_cost_plan.plan_patches`)."""
+    return {pod["name"]: (pod["deletion_cost"], pod["unique_models"]) for pod in document["pods"]
+            if document["known"] and pod["ready"] and pod["fresh"] and pod["deletion_cost"] is not None}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(DEBUG_DOCUMENT, min_size=1, max_size=6))
+def test_a_cost_shown_is_the_last_one_written_on_the_pod_while_it_runs(documents: list[dict[str, Any]]) -> None:
+    """Whatever the adapter's /debug lists from one refresh to the next: a pod shows a cost once one was written on
+    it, the one written last, and keeps it until it has gone from the adapter's list; none before."""
+    on: dict[str, tuple[int, int | None]] = {}
+    last_written: dict[str, tuple[int, int | None]] = {}
+    for document in documents:
+        listed = {pod["name"] for pod in document["pods"]}
+        last_written = {name: cost for name, cost in last_written.items() if name in listed}
+        last_written.update(written(document))
+        on = costs_on_pods(document, on)
+        assert on == last_written, (document, on)
