@@ -226,6 +226,13 @@ def test_any_targets_at_their_own_whole_seconds_are_refused_naming_their_step(tm
     # as likely and read so: nothing in the rows tells them apart.
     ordered = sorted(seconds)
     assume(len({(b - a) % step for a, b in zip(ordered, ordered[1:] + ordered[:1], strict=True)}) >= 2)
+    refused_naming_the_step_and_read_at_it_rounded(tmp_path, step, offsets, seed)
+
+
+def refused_naming_the_step_and_read_at_it_rounded(tmp_path: Path, step: int, offsets: list[float],
+                                                   seed: int) -> None:
+    """Targets at `offsets` of `step`, cut to whole seconds: refused naming the step, and the trace rounded as
+    the refusal says (as pandas does) reads at it with every request."""
     rows = offsets_cut_to_whole_seconds(step, offsets, 40, seed)
     with pytest.raises(TraceError, match=f"each model's rows are about {step} s apart") as refused:
         read_csv(write_trace(tmp_path, rows))
@@ -233,6 +240,22 @@ def test_any_targets_at_their_own_whole_seconds_are_refused_naming_their_step(tm
     assert said is not None and int(said.group(2)) == step, refused.value
     read = read_csv(write_trace(tmp_path, rounded(rows, said)))  # a target at half the step: .dt.round split it
     assert read.interval_s == step and read.total_requests == sum(int(r.split(",")[2]) for r in rows.splitlines())
+
+
+def test_targets_at_0_6_12_and_20_s_of_30_are_refused_naming_the_30s_step(tmp_path: Path) -> None:
+    """Targets at 0, 6.5, 12.5 and 20.5 s of a 30 s step (the property's example for --hypothesis-seed=137), cut
+    to whole seconds, the one at 0 s to 29 s of the step before about half the time: every 30 s of a target's
+    requests was told to land in one second ("no two rows are 1 s apart ... where the trace's step is 1 s ...
+    add a row of 0 requests"), as the 6 s smallest gap's slots read filled by the rows off its grid."""
+    refused_naming_the_step_and_read_at_it_rounded(tmp_path, 30, [20.5, 0.0, 6.5, 12.5, 20.5], seed=0)
+
+
+def test_two_targets_half_a_300s_step_apart_are_refused_naming_the_300s_step(tmp_path: Path) -> None:
+    """Targets at 0 and 149.5 s of a 300 s step, cut to whole seconds (the property's example at 3,000 examples,
+    --hypothesis-seed=8): each model's rows were taken to come about every smallest gap (149 s) and no step
+    sought, as 40 rows over their 11,849 s span are 296 s each, under twice it, where the 39 gaps between them are
+    300 s; told to round to 150 s, each target's 300 s of requests read as landing in 150 s."""
+    refused_naming_the_step_and_read_at_it_rounded(tmp_path, 300, [0.0, 149.5], seed=0)
 
 
 def test_timer_functions_every_few_minutes_at_their_own_minutes_still_read_at_the_minute(tmp_path: Path) -> None:
