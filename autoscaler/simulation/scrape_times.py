@@ -89,7 +89,7 @@ def scatter_problem(t: np.ndarray, model: np.ndarray, models: Sequence[str], dis
                f"scrape time is{either} ({where})")
     scraped = "if they are scrape times, round" if keep else "round"
     rounding = (f"down to the {step:g} s step (pandas: .dt.floor('{step:g}s'), not .dt.round, which would put two "
-                "of a model's rows in one step; then sum by timestamp_s and model)" if _rounds_down(t, model, step)
+                "of a model's rows in one step; then sum by timestamp_s and model)" if rounds_down(t, model, step)
                 else f"to the {step:g} s step (pandas: .dt.round('{step:g}s'), then sum by timestamp_s and model)")
     return (f"each model's rows are about {step:g} s apart, but {how}: read as they are, the step would be the "
             f"smallest gap between two rows ({interval:.3g} s) and each row's requests would arrive within it; "
@@ -115,17 +115,18 @@ def scatter_step(t: np.ndarray, model: np.ndarray, distinct: np.ndarray, interva
     return step
 
 
-def rows_rounded(t: np.ndarray, model: np.ndarray, step: float) -> tuple[np.ndarray, np.ndarray]:
+def rows_rounded(t: np.ndarray, model: np.ndarray, step: float, *,
+                 down: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(time, model) of the rows `t`, `model` with every timestamp rounded to `step` (pandas' `.dt.round`, half
-    to even as `np.rint`), one row per time and model as summing them leaves, in time order: the trace a
-    refusal's rounding leads to, to check before it is offered."""
-    slots = np.rint(t / step).astype(np.int64)
+    to even as `np.rint`), or floored (`down`, `.dt.floor`), one row per time and model as summing them leaves, in
+    time order: the trace a refusal's rounding leads to, to check before it is offered."""
+    slots = (np.floor if down else np.rint)(t / step).astype(np.int64)
     models = int(model.max()) + 1
     key = np.unique(slots * models + model)
     return (key // models).astype(np.float64) * step, key % models
 
 
-def _rounds_down(t: np.ndarray, model: np.ndarray, step: float) -> bool:
+def rounds_down(t: np.ndarray, model: np.ndarray, step: float) -> bool:
     """Whether flooring the timestamps to `step` keeps more of each model's rows a step apart than rounding
     does. Rounding suits rows around the step's multiples, but pandas' `.dt.round` rounds half to even: a model
     polled at :05 of every 10 s went to :00, :20, :20, :40, and the trace so rounded read as a 20 s one with a row

@@ -18,7 +18,7 @@ import numpy as np
 
 from autoscaler.simulation.local_time import skipped_hour_advice
 from autoscaler.simulation.missing_intervals import silences_between_rows
-from autoscaler.simulation.scrape_times import rows_rounded, scatter_step
+from autoscaler.simulation.scrape_times import rounds_down, rows_rounded, scatter_step
 from autoscaler.simulation.stated_step import export_step, rounding_states, sane_at, whole_seconds_divisor
 from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, long_span_text, moment_text, seconds_text
 from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S, NO_CELLS, LostCells
@@ -370,15 +370,8 @@ def off_grid_problem(distinct: np.ndarray, gaps: np.ndarray, interval: float, t:
     if not off.any():
         return None
     bad = int(np.argmax(off))
-    off_grid = jitter(distinct)
-    if off_grid is not None:
-        step, worst, at, down = off_grid
-        bad = int(np.argmax(t == at))
-        how = "round every timestamp down" if down else "round every timestamp"
-        return (f"timestamps are about {step:g} s apart but not exactly (up to {worst:.2g} s off, as scrape times "
-                f"are; line {line_of(bad)}: {moment_text(at)}): {how} to the {step:g} s step (pandas: "
-                f".dt.{'floor' if down else 'round'}('{step:g}s'), then sum by timestamp_s and model), or export "
-                "with query_range, whose steps are exact")
+    if (strayed := _jitter_advice(distinct, t, model, line_of)) is not None:
+        return strayed
     start = float(distinct[0])
     where = (f"line {line_of(bad)}: timestamp {moment_text(float(t[bad]))} is not on the {interval:g} s grid "
              f"starting at {seconds_text(start)}")
@@ -395,7 +388,66 @@ def off_grid_problem(distinct: np.ndarray, gaps: np.ndarray, interval: float, t:
         # Whole seconds on no common step (batches every 60 s, give or take 3): the smallest gap (57 s) is no
         # step of the trace. The typical gap is, for an export whose times stray; 1 s is, for a sparse trace.
         return f"{where}: {_whole_seconds_advice(distinct, gaps, interval, t, model)}"
+    # Offered where the rows so floored read, or rounded to the step each model's rows then come at: floored to
+    # 36 s, models each every 180 s at its own 45 s slot, 4 s off, were refused as targets at their offsets
+    rounding = _rounding_that_reads(distinct, t, model, step, True)
+    if rounding is None:
+        return (f"{where}, and rounded down to a {step:g} s step they would not read at it: export with "
+                "query_range, whose steps are exact")
+    to, down = rounding
+    if to != step:
+        return f"{where}{_own_slots(step, to)}: {_rounding_text(to, down)}"
     return (f"{where}: round every timestamp down to a {step:g} s step (pandas: .dt.floor('{step:g}s'), then sum by "
+            "timestamp_s and model)")
+
+
+def _jitter_advice(distinct: np.ndarray, t: np.ndarray, model: np.ndarray,
+                   line_of: Callable[[int], int]) -> str | None:
+    """How to round timestamps that stray around a step (`jitter`), or None where no rounding reads
+    (`_rounding_that_reads`). Three models each every 180 s at its own 45 s slot of it (0, 45, 90 s), times up to
+    4.2 s off, were told to round to 45 s, and so rounded, refused as targets at their own offsets in the 180 s
+    step; they are told that step."""
+    strayed = jitter(distinct)
+    if strayed is None:
+        return None
+    step, worst, at, down = strayed
+    rounding = _rounding_that_reads(distinct, t, model, step, down)
+    if rounding is None:
+        return None
+    said = (f"timestamps are about {step:g} s apart but not exactly (up to {worst:.2g} s off, as scrape times are; "
+            f"line {line_of(int(np.argmax(t == at)))}: {moment_text(at)})")
+    exact = "or export with query_range, whose steps are exact"
+    to, down = rounding
+    if to == step:
+        return f"{said}: {_rounding_text(step, down)}, {exact}"
+    return f"{said}{_own_slots(step, to)}: {_rounding_text(to, down)}, {exact}"
+
+
+def _rounding_that_reads(distinct: np.ndarray, t: np.ndarray, model: np.ndarray, step: float,
+                         down: bool) -> tuple[float, bool] | None:
+    """(step, whether to floor) of a rounding of the rows that, followed, reads: to `step` (floored, `down`)
+    where the rows so rounded read (`_rounding_reads`); where they would be refused as each model at its own slot
+    of a coarser step (`_refused_once_rounded`), to that step, rounded or floored as keeps more of each model's
+    rows a step apart (`rounds_down`), where that reads; else None."""
+    if not rounding_states(distinct, step, down=down):
+        return None
+    coarser = _refused_once_rounded(t, model, step, down)
+    if coarser is None:
+        return step, down
+    down = rounds_down(t, model, coarser)
+    return (coarser, down) if _rounding_reads(distinct, t, model, coarser, down=down) else None
+
+
+def _own_slots(step: float, coarser: float) -> str:
+    """Why the rounding named is to `coarser`, not `step`."""
+    return (f", and each model's rows about {coarser:g} s apart, each at its own slot of it (rounded to {step:g} s, "
+            f"they would read as targets at their own offsets in the {coarser:g} s step)")
+
+
+def _rounding_text(step: float, down: bool) -> str:
+    """The line that says to round (or floor, `down`) every timestamp to `step`, with pandas' call."""
+    how = "round every timestamp down" if down else "round every timestamp"
+    return (f"{how} to the {step:g} s step (pandas: .dt.{'floor' if down else 'round'}('{step:g}s'), then sum by "
             "timestamp_s and model)")
 
 
@@ -428,17 +480,22 @@ def _whole_seconds_advice(distinct: np.ndarray, gaps: np.ndarray, interval: floa
             f"{minute:g} s step (pandas: .dt.floor('{minute:g}s'), then sum by timestamp_s and model){stated}")
 
 
-def _rounding_reads(distinct: np.ndarray, t: np.ndarray, model: np.ndarray, step: float) -> bool:
-    """Whether the rows, rounded to `step` and summed, read: their first two timestamps one step apart
-    (`rounding_states`), and the models' rows not then each at its own slot of a coarser step (`scatter_step`).
-    Four rows of a sparse 1 s trace, typically 71 s apart, were told to round to 71 s; so rounded they sat on one
-    71 s grid, each model every third step at its own slot, and were refused as targets at their own offsets in a
-    213 s step."""
-    if not rounding_states(distinct, step):
-        return False
-    at, of = rows_rounded(t, model, step)
+def _rounding_reads(distinct: np.ndarray, t: np.ndarray, model: np.ndarray, step: float, *,
+                    down: bool = False) -> bool:
+    """Whether the rows, rounded (or floored, `down`) to `step` and summed, read: their first two timestamps one
+    step apart (`rounding_states`), and the models' rows not then each at its own slot of a coarser step
+    (`_refused_once_rounded`). Four rows of a sparse 1 s trace, typically 71 s apart, were told to round to 71 s;
+    so rounded they sat on one 71 s grid, each model every third step at its own slot, and were refused as targets
+    at their own offsets in a 213 s step."""
+    return rounding_states(distinct, step, down=down) and _refused_once_rounded(t, model, step, down) is None
+
+
+def _refused_once_rounded(t: np.ndarray, model: np.ndarray, step: float, down: bool) -> float | None:
+    """The coarser step at which the rows, rounded (or floored, `down`) to `step` and summed, are refused as each
+    model at its own slot of it (`scatter_step`), or None where they are not."""
+    at, of = rows_rounded(t, model, step, down=down)
     moved = np.unique(at)
-    return scatter_step(at, of, moved, step, stray_allowance(len(moved))) is None
+    return scatter_step(at, of, moved, step, stray_allowance(len(moved)))
 
 
 def repeated_problem(t: np.ndarray, slot: np.ndarray, model: np.ndarray, models: tuple[str, ...],

@@ -13,8 +13,10 @@ import random
 import re
 from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
 
-from hypothesis import HealthCheck, event, example, given, settings
+import pytest
+from hypothesis import HealthCheck, event, example, given, note, settings
 from hypothesis import strategies as st
 
 from autoscaler.simulation.trace import Trace, TraceError, read_csv
@@ -147,14 +149,51 @@ def sparse_log(draw: st.DrawFn) -> str:
     return "".join(f"{EPOCH + t},{rng.choice('abc')},1\n" for t in sorted(times))
 
 
+class SlotsOfACoarserStep(NamedTuple):
+    """Models each every `every` steps at its own slot of them (`slots`), `phase` of a step on, every time up
+    to `jitter` of a step either way, in whole seconds or milliseconds, for `steps` of the coarser step."""
+
+    step: int
+    every: int
+    slots: tuple[int, ...]
+    phase: float
+    jitter: float
+    whole: bool
+    steps: int = 60
+    seed: int = 1
+
+
+def at_slots_of_a_coarser_step(shape: SlotsOfACoarserStep) -> str:
+    """The rows of `shape`, one model a slot."""
+    rng = random.Random(shape.seed)
+    step = shape.step
+    rows = sorted((EPOCH + shape.every * step * i + step * (slot + shape.phase + rng.uniform(-1, 1) * shape.jitter),
+                   f"m{slot}", rng.randint(50, 150)) for i in range(shape.steps) for slot in shape.slots)
+    return "".join(f"{round(t) if shape.whole else f'{t:.3f}'},{model},{requests}\n" for t, model, requests in rows)
+
+
+def jittered_slots(draw: st.DrawFn) -> str:
+    """Models each every few steps at its own slot of them, every time 4% to 10% of the step off (past a
+    scraper's jitter, within what is told to round), in whole seconds or milliseconds."""
+    every = draw(st.integers(2, 6))
+    shape = SlotsOfACoarserStep(
+        step=draw(st.sampled_from([45, 90, 120, 300])), every=every,
+        slots=tuple(draw(st.lists(st.integers(0, every - 1), min_size=1, max_size=every, unique=True))),
+        phase=draw(st.floats(0, 1, exclude_max=True)), jitter=draw(st.floats(0.04, 0.1)),
+        whole=draw(st.booleans()), steps=draw(st.integers(10, 60)), seed=draw(st.integers(0, 2**16)))
+    note(repr(shape))
+    return at_slots_of_a_coarser_step(shape)
+
+
 @st.composite
 def traces(draw: st.DrawFn) -> tuple[str, str, bool]:
     """(shape, the rows, whether in epoch milliseconds) of a trace a refusal may be given for."""
-    shape = draw(st.sampled_from(["grid", "poller with extras", "whole-minute timers", "sparse log"]))
+    shape = draw(st.sampled_from(["grid", "poller with extras", "whole-minute timers", "sparse log",
+                                  "jittered slots"]))
     millis = shape == "grid" and draw(st.booleans())
     text = (on_a_grid(draw, millis) if shape == "grid" else poller_with_extras(draw)
             if shape == "poller with extras" else whole_minute_timers(draw) if shape == "whole-minute timers"
-            else sparse_log(draw))
+            else sparse_log(draw) if shape == "sparse log" else jittered_slots(draw))
     return shape, text, millis
 
 
@@ -175,11 +214,19 @@ SPARSE_AT_14S_ONCE_ROUNDED = (f"{EPOCH},b,1\n{EPOCH + 11},b,1\n{EPOCH + 22},a,1\
 three models each at its own offset of a 42 s step (`--hypothesis-seed=110`)."""
 
 
+FLOORED_TO_36S_AT_SLOTS_OF_180S = at_slots_of_a_coarser_step(SlotsOfACoarserStep(
+    step=45, every=4, slots=(3, 0), phase=0.5, jitter=0.09375, whole=False, steps=34, seed=4457))
+"""Two models each every 180 s at 22.5 and 157.5 s of it, up to 4.2 s off: told "not on the 36.842 s grid ...
+round every timestamp down to a 36 s step", which followed was refused as each model at its own offset in the
+180 s step (`--hypothesis-seed=5`)."""
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(trace=traces())
 @example(trace=("poller with extras", POLLED_AT_5, False))
 @example(trace=("grid", ON_A_71S_GRID_ONCE_ROUNDED, False))
 @example(trace=("sparse log", SPARSE_AT_14S_ONCE_ROUNDED, False))
+@example(trace=("jittered slots", FLOORED_TO_36S_AT_SLOTS_OF_180S, False))
 def test_every_way_through_a_refusal_reads_the_trace_at_a_sane_length(
         tmp_path: Path, trace: tuple[str, str, bool]) -> None:
     """Whatever trace is refused (rows on a grid or jittered or at their own offsets, a poller with a few other
@@ -284,6 +331,30 @@ def test_one_target_at_its_own_offset_with_a_millisecond_of_jitter_is_told_its_o
     result = simulate(tmp_path, write_trace(tmp_path, fixed), "--policies", "fixed")
     assert result.returncode == 0, result.stderr
     assert report(tmp_path)["trace"]["interval_s"] == 60
+
+
+@pytest.mark.parametrize(("phase", "whole"), [(0.0, True), (0.0, False), (0.5, False)])
+def test_jittered_rows_at_their_own_slots_of_a_coarser_step_are_told_a_rounding_that_reads(
+        tmp_path: Path, phase: float, whole: bool) -> None:
+    """Three models each every 180 s at its own 45 s slot of it (0, 45 and 90 s), every time up to 4.2 s off:
+    further off than a scraper's times, so not read as targets at their own offsets (`SCRAPE_JITTER_S`), yet
+    within a tenth of the 45 s step. Told "timestamps are about 45 s apart but not exactly ... round every
+    timestamp to the 45 s step" (or down, `.dt.floor`, where they gather half way into it), and followed, refused
+    as "each model's rows are about 180 s apart, but the models' rows scatter up to 45 s around it": so rounded,
+    each model sits at its own slot of 180 s, a slot empty all trace long. The rounding named, followed as pandas
+    does, reads with every request."""
+    rows = at_slots_of_a_coarser_step(SlotsOfACoarserStep(45, 4, (0, 1, 2), phase, 4.2 / 45, whole))
+    with pytest.raises(TraceError) as refused:
+        read_csv(write_trace(tmp_path, rows))
+    message = str(refused.value)
+    assert "timestamps are about 45 s apart but not exactly" in message, message
+    said = ROUND.search(message)
+    assert said is not None, message
+    try:
+        read = read_csv(write_trace(tmp_path, rounded(rows, said)))
+    except TraceError as again:
+        raise AssertionError(f"followed {message!r}, refused: {again}") from None
+    assert read.interval_s == 180 and read.total_requests == sum(int(r.split(",")[2]) for r in rows.splitlines())
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
