@@ -24,7 +24,7 @@ from autoscaler.model import PodSample
 from autoscaler.policies import copies_in_use
 from autoscaler.policies.bounded_cache import stored
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.power_mean import power_mean_bounded, rate_summary
+from autoscaler.policies.power_mean import power_mean, power_mean_bounded, rate_summary
 from autoscaler.policies.ranking import ReadyTerms
 from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state, lru_age, oldest_fresh
 from autoscaler.policies.signals import (
@@ -75,8 +75,9 @@ class Aggregate:
     ready: int
     n: int
     coverage: float  # n / ready; 0 when no pod is Ready (nothing to judge by: unknown, never "idle")
-    gpu_busy: float | None  # M_p(b) over pods with the GPU fresh; None when none has
-    request_rate: float | None  # M_p(r) per pod; None when no pod has a fresh request rate
+    # M_p(b) over the pods with the GPU fresh and those held at their last reading (`gpu_pods`); None when none is fresh
+    gpu_busy: float | None
+    request_rate: float | None  # M_p(r) per pod, likewise (`rate_pods`); None when no pod has a fresh request rate
     # target_lru_age_s / global LRU age (docs/design.md, Aggregation); 0 when some pod has room; None when no fresh
     # pod reports its cache
     cache_pressure: float | None
@@ -108,6 +109,12 @@ class Aggregate:
     # for (`PodSample.recency_horizon_s`); None where none says. Below `target_lru_age_s`, U counts only the
     # copies served within it: the cache term holds (`recommend`) and the view warns (`decide`).
     recency_horizon_s: float | None = None
+    # How many pods the power means `gpu_busy` and `request_rate` are taken over: the Ready pods with the signal
+    # fresh, and those whose signal is held (stale, with a last good value in their sample), counted at that value
+    # (docs/design.md, Missing data). So `gpu_pods x gpu_busy` and `rate_pods x request_rate` are the terms'
+    # `n x M_p`, and a gap neither lowers nor raises them: left out, nine idle pods of twenty raised M_p(b) by 12%.
+    gpu_pods: int = 0
+    rate_pods: int = 0
 
 
 def aggregate(
@@ -162,6 +169,10 @@ def scan_pods(
     no_queue = no_cache = no_rate = 0
     gpu_absent = 0  # fresh pods whose exporter has no GPU collector (`signals.ABSENT`)
     gpu: list[float] = []  # the fresh GPU busy of the pods that have it
+    # The last good GPU busy and request rate of the Ready pods whose signal is held (stale): counted in the power
+    # means at that value, after the fresh ones (`Aggregate.gpu_pods`). Rare: most refreshes leave them empty.
+    held_gpu: list[float] = []
+    held_rps: list[float] = []
     rps: list[float] = []  # one per pod: its fresh request rate, or 0.0 when it has none (`rate_summary`)
     excess = 0.0
     saturated = 0
@@ -264,6 +275,8 @@ def scan_pods(
                 code = 0  # the GPU's time is stale: no GPU bit
                 if b is not None:
                     gpus = True
+                    if gt is not None:  # a last good reading (a pod never read has none: nothing to count)
+                        held_gpu.append(b)
                     # A stale reading holds what uses the GPU, which then stands on that reading too.
                     if gt is not None and -inf < gt < held_at:  # (a stamp that is not a time: none to tell)
                         held_at = gt
@@ -316,6 +329,8 @@ def scan_pods(
                     held_at = t
                 if r is not None:  # a rate the fresh ones (`rps`) do not show
                     rated = True
+                    if t is not None:  # a last good reading (a pod never read has none: nothing to count)
+                        held_rps.append(r)
                     if r > top_rate:
                         top_rate = r
                 if c is not None:
@@ -363,13 +378,18 @@ def scan_pods(
     count = len(codes)
     fresh, signals, pod_signals = _per_pod_cached(codes, expected, fresh_counts, ready, gpu_absent)
     # The GPU's power mean first, then the rates': should a value be invalid, the error is the same as ever.
-    gpu_busy = power_mean_bounded(gpu, p, gpu_top, gpu_low) if gpu else None
+    gpu_busy = None
+    if gpu:
+        gpu_busy = (power_mean_bounded(gpu, p, gpu_top, gpu_low) if not held_gpu
+                    else power_mean([*gpu, *held_gpu], p))
     request_rate: float | None = None
     if fresh_r:
         rated = True
         if rps_top > top_rate:  # (the counted rates' `max`: a -0.0 there is not above 0.0 either)
             top_rate = rps_top
         request_rate, weights = rate_summary(rps, fresh_r, p, rps_top, rps_low, lambda: _rated_pods(codes, fresh_r))
+        if held_rps:  # the shares stay the fresh pods' (a held pod's is 0, as shown in /debug)
+            request_rate = power_mean([*(rps[i] for i in _rated_pods(codes, fresh_r)), *held_rps], p)
     else:
         weights = (0.0,) * count
     agg = _aggregate(  # Aggregate(...), through its slots (`slots`): positional, in field order
@@ -393,6 +413,8 @@ def scan_pods(
         models_missing,
         oldest if oldest < inf else None,  # fresh_sample_at
         horizon if horizon < inf else None,  # recency_horizon_s
+        fresh_g + len(held_gpu) if fresh_g else 0,  # gpu_pods (0 with no power mean: `gpu_busy` None)
+        fresh_r + len(held_rps) if fresh_r else 0,  # rate_pods
     )
     return agg, _ready_terms(ReadyTerms, (top_rate, rated, gpus or fresh_g > 0, caches, models, len(used_models)))
 
@@ -467,5 +489,5 @@ _aggregate: Final = slot_builder(Aggregate, (
     "pods", "fresh", "weights", "ready", "n", "coverage", "gpu_busy", "request_rate", "cache_pressure",
     "cache_full", "oldest_sample_at", "queue_excess_s", "saturated",
     "signals", "pod_signals", "models_in_use", "pod_capacity", "models_missing", "fresh_sample_at",
-    "recency_horizon_s",
+    "recency_horizon_s", "gpu_pods", "rate_pods",
 ))

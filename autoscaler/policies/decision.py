@@ -16,8 +16,11 @@ Rules, in order (freshness is per pod and per signal, see `aggregation`):
   of its terms, so it falls only when all of them are complete.
 - **complete**: values rise at once and fall with time constant `scale_down_tau_s`.
 
-Each value's `n` is the number of Ready pods with its signal fresh: pods we cannot see add no invented
-load, and the hold rule stops the smaller sum from lowering anything while they are missing. A signal the
+Each value's `n` is the number of Ready pods with its signal fresh, and of those whose signal is held (stale),
+which count at their last good value (`Aggregate.gpu_pods`, `.rate_pods`): so a gap neither raises a power mean
+(left out, idle pods gone raised it) nor lowers it, and the value moves only with the fresh pods. Pods we cannot
+see at all (never read, or a signal gone from a fresh pod) add no invented load, and the hold rule stops the
+smaller sum from lowering anything while they are missing. A signal the
 runtime never had (no GPU anywhere, say) makes that one metric unknown and that term propose nothing; the
 other metrics are still served. A runtime whose Ready pods all say they have no GPU collector (`--no-gpu`)
 forgets the GPU it had, its last GPU proposal included (`gpu_forgetting`, which logs it: one of the two lines a
@@ -422,7 +425,7 @@ def _signal_values(
     # (`zip` without `strict`: the lengths are equal here, and any keyword sends `zip` down its slow path)
     for (metric, signal, key), raw in zip(_SIGNAL_PLAN, (  # noqa: B905
         agg.gpu_busy,
-        None if request_rate is None else by_signal[SIGNAL_REQUESTS].fresh * request_rate,
+        None if request_rate is None else agg.rate_pods * request_rate,
         agg.cache_pressure,
     )):
         stats = by_signal[signal]

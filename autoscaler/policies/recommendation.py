@@ -12,6 +12,8 @@ largest wins.
                    Ready pods                                        while no capacity term can propose )
     desired = min(desired, upper bound)
 
+`n_b` and `n_r` count the Ready pods in each power mean: those with the signal fresh and those held at their last
+good value (`Aggregate.gpu_pods`, `.rate_pods`), so a gap neither raises nor lowers `D`.
 `D'` is `D` when a capacity term proposes, else the number of saturated pods. Every term is bounded by
 demand, never by the current pods: the power-mean terms grow like `n^(1-1/p)` as idle pods are added and the
 queue term adds only the *excess* backlog on top of the demand (queued requests stay on their pod; new pods
@@ -159,13 +161,13 @@ def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | N
     # signal fresh on some pod and missing on none): that case is tested here, without the call.
     gpu: float | None = None
     if agg.gpu_busy is not None:
-        gpu = gpu_stats.fresh * agg.gpu_busy / policy.target_gpu_busy
+        gpu = agg.gpu_pods * agg.gpu_busy / policy.target_gpu_busy
     if gpu_stats.missing != 0 or gpu_stats.fresh <= 0 or gpu_stats.absent:
         gpu = _hold(GPU, gpu, gpu_stats, ready, min_coverage, held, why)
     rps: float | None = None
     if target_rps is not None:
         if agg.request_rate is not None:
-            rps = rps_stats.fresh * agg.request_rate / target_rps
+            rps = agg.rate_pods * agg.request_rate / target_rps
         if rps_stats.missing != 0 or rps_stats.fresh <= 0:
             rps = _hold(REQUESTS, rps, rps_stats, ready, min_coverage, held, why)
     demand = rps if gpu is None else (gpu if rps is None or rps <= gpu else rps)  # max(), the GPU's on a tie

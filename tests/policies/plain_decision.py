@@ -82,13 +82,12 @@ def plain_recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, in
     """Apply §6 to one aggregate; `held` are the last refresh's proposals (the decision's memory)."""
     held = held or {}
     why: dict[str, str] = {}
-    gpu_stats, rps_stats = stats_of(agg, SIGNAL_GPU), stats_of(agg, SIGNAL_REQUESTS)
     gpu_demand: float | None = None
     if agg.gpu_busy is not None:
-        gpu_demand = gpu_stats.fresh * agg.gpu_busy / policy.target_gpu_busy
+        gpu_demand = agg.gpu_pods * agg.gpu_busy / policy.target_gpu_busy
     rps_demand: float | None = None
     if policy.target_rps_per_pod is not None and agg.request_rate is not None:
-        rps_demand = rps_stats.fresh * agg.request_rate / policy.target_rps_per_pod
+        rps_demand = agg.rate_pods * agg.request_rate / policy.target_rps_per_pod
     gpu = _hold(GPU, gpu_demand, agg, policy, held, why)
     rps = _hold(REQUESTS, rps_demand, agg, policy, held, why) if policy.target_rps_per_pod is not None else None
     capacity = [d for d in (gpu, rps) if d is not None]

@@ -84,6 +84,10 @@ def plain_aggregate(
     gpu: list[float] = []
     rps: list[float] = []
     rps_at: list[int] = []
+    # Held (stale) pods' last good GPU busy and request rate: counted in the power means at that value, after the
+    # fresh ones (docs/design.md, Missing data: a gap neither lowers nor raises a value).
+    held_gpu: list[float] = []
+    held_rps: list[float] = []
     excess = 0.0
     saturated = 0
     oldest: float | None = None  # the `timestamp`: every sample the values stand on
@@ -129,6 +133,10 @@ def plain_aggregate(
             oldest = _older(oldest, _a_time(pod.sampled_at))
         if pod.gpu_busy is not None and not fresh_time(gpu_time(pod), now, max_stale):
             oldest = _older(oldest, _a_time(gpu_time(pod)))
+            if gpu_time(pod) is not None:  # a pod never read has no last good value
+                held_gpu.append(pod.gpu_busy)
+        if not load_fresh[i] and pod.requests_per_second is not None and pod.sampled_at is not None:
+            held_rps.append(pod.requests_per_second)
         if use[1]:
             r = pod.requests_per_second
             assert r is not None
@@ -189,8 +197,8 @@ def plain_aggregate(
         ready=ready,
         n=n,
         coverage=n / ready if ready else 0.0,
-        gpu_busy=power_mean(gpu, p) if gpu else None,
-        request_rate=power_mean(rps, p) if rps else None,
+        gpu_busy=power_mean(gpu + held_gpu, p) if gpu else None,
+        request_rate=power_mean(rps + held_rps, p) if rps else None,
         cache_pressure=pressure,
         cache_full=pressure is not None and pressure > 0.0,
         oldest_sample_at=oldest,
@@ -203,6 +211,8 @@ def plain_aggregate(
         models_missing=n - len(reporting) if expected_models else 0,
         fresh_sample_at=fresh_oldest,
         recency_horizon_s=min(horizons) if horizons else None,
+        gpu_pods=len(gpu + held_gpu) if gpu else 0,
+        rate_pods=len(rps + held_rps) if rps else 0,
     )
 
 

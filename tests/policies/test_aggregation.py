@@ -206,17 +206,19 @@ AGG_CASES = [
         {"gpu_busy": None, "request_rate": pytest.approx(math.sqrt(250.0))},
     ),
     AggCase(
-        "stale_pod_is_left_out",
+        "stale_pod_counts_at_its_last_value",
         (pod("a", gpu=0.5, age=10.0), pod("b", gpu=0.5, age=30.0), pod("c", gpu=1.0, age=46.0)),
-        # The values are held for c, so they stand on its last sample too: their timestamp is c's.
+        # The values are held for c, so they stand on its last sample too: their timestamp is c's, and c counts in
+        # the power mean at its last busy, M2(0.5, 0.5, 1.0) = sqrt(0.5) (left out, a stale idle pod raised it).
         # The source's lag is the fresh samples' alone (`fresh_sample_at`): c says nothing of it.
-        {"n": 2, "ready": 3, "coverage": 2 / 3, "gpu_busy": 0.5, "oldest_sample_at": NOW - 46.0,
-         "fresh_sample_at": NOW - 30.0},
+        {"n": 2, "ready": 3, "coverage": 2 / 3, "gpu_busy": math.sqrt(0.5), "gpu_pods": 3,
+         "oldest_sample_at": NOW - 46.0, "fresh_sample_at": NOW - 30.0},
     ),
     AggCase(
         "stale_gpu_reading_dates_the_values_it_holds",
         (pod("a", gpu=0.5, age=10.0), replace(pod("b", gpu=0.9, age=5.0), gpu_sampled_at=NOW - 60.0)),
-        {"n": 2, "gpu_busy": 0.5, "oldest_sample_at": NOW - 60.0, "fresh_sample_at": NOW - 10.0},
+        {"n": 2, "gpu_busy": math.sqrt((0.25 + 0.81) / 2), "gpu_pods": 2, "oldest_sample_at": NOW - 60.0,
+         "fresh_sample_at": NOW - 10.0},
     ),
     AggCase(
         "never_sampled_pod_adds_no_time",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from autoscaler.model import PodSample
 from autoscaler.policies.aggregation import Aggregate
 from autoscaler.policies.samples import fresh_time
-from autoscaler.policies.signals import SIGNAL_REQUESTS, SignalStats
+from autoscaler.policies.signals import SignalStats
 
 
 def is_fresh(pod: PodSample, now: float, max_staleness_s: float) -> bool:
@@ -19,7 +19,8 @@ def stats_of(agg: Aggregate, signal: str) -> SignalStats:
 
 
 def request_load(agg: Aggregate) -> float | None:
-    """`n_r * M_p(r)`: the effective request rate of the runtime (docs/design.md), as the decision serves it."""
+    """`n_r * M_p(r)`: the effective request rate of the runtime (docs/design.md), as the decision serves it; `n_r`
+    counts the pods held at their last rate too (`Aggregate.rate_pods`)."""
     if agg.request_rate is None:
         return None
-    return stats_of(agg, SIGNAL_REQUESTS).fresh * agg.request_rate
+    return agg.rate_pods * agg.request_rate

@@ -1,0 +1,117 @@
+"""A gap neither lowers nor raises a served value (docs/design.md, Missing data): a Ready pod whose data is stale
+counts at its last good value in the power means, so what is served moves only with the fresh pods' real changes.
+
+Was: the power mean was taken over the fresh pods alone, so idle pods' exporters going down raised
+`modelmesh_gpu_busy` at once (an operator's review: 9 idle pods of 20, 361m -> 405m), which then fell at the
+slow-fall rate for minutes once they were back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from autoscaler.model import PodSample, RuntimeView
+from autoscaler.names import ServedMetric
+from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.policy import RuntimePolicy
+from tests.policies.builders import NOW, PROPERTIES, pod, snapshot
+
+DESIRED = ServedMetric.DESIRED_REPLICAS
+GPU = ServedMetric.GPU_BUSY
+LOAD = ServedMetric.REQUEST_LOAD
+WINDOW = 30.0
+POLICY = RuntimePolicy(target_rps_per_pod=100.0)  # tau 300 s, max_staleness 45 s, min_coverage 0.5
+STEP = 60.0  # a sample taken one step before is stale
+
+
+def fleet(loads: list[tuple[float, float]], now: float) -> list[PodSample]:
+    return [pod(f"pod-{i}", gpu=gpu, rps=rps, queue=0.0, cache=0.5, models=2.0, now=now)
+            for i, (gpu, rps) in enumerate(loads)]
+
+
+def values(view: RuntimeView) -> dict[ServedMetric, tuple[float | None, float | None]]:
+    """Each served value, and its target before smoothing (`raw`)."""
+    return {metric: (value.value, value.raw) for metric, value in view.values.items()}
+
+
+def test_idle_pods_gone_neither_raise_nor_lower_gpu_busy() -> None:
+    """The review's runtime: pod 0 at 0.95, 19 at 0.30: M2 = 0.3614. Nine idle pods' exporters stop: still 0.3614
+    (was 0.405, then 0.404, 0.401, ... falling at the slow-fall rate once they were back)."""
+    loads = [(0.95, 100.0)] + [(0.30, 10.0)] * 19
+    _, memory = decide(snapshot(tuple(fleet(loads, NOW)), now=NOW), POLICY, None, NOW, WINDOW)
+    gap = fleet(loads, NOW + STEP)
+    gap[11:] = fleet(loads, NOW)[11:]  # their last good samples, a step old
+    view, memory = decide(snapshot(tuple(gap), now=NOW + STEP), POLICY, memory, NOW + STEP, WINDOW)
+    busy = view.values[GPU].value
+    assert busy is not None and round(busy, 4) == 0.3614, view.values[GPU]
+    back = fleet(loads, NOW + 2 * STEP)
+    view, _ = decide(snapshot(tuple(back), now=NOW + 2 * STEP), POLICY, memory, NOW + 2 * STEP, WINDOW)
+    assert view.values[GPU].value == busy
+
+
+load = st.tuples(st.floats(min_value=0.0, max_value=1.0), st.floats(min_value=0.0, max_value=500.0))
+
+
+@PROPERTIES
+@given(
+    before=st.lists(load, min_size=2, max_size=12),
+    data=st.data(),
+)
+# An idle pod of two gone: M2(0.9, 0) = 0.636 over both, 0.9 over the hot pod alone.
+@example(before=[(0.9, 90.0), (0.0, 0.0)], data=None)
+def test_a_gap_serves_what_the_missing_pods_last_values_would(
+    before: list[tuple[float, float]], data: st.DataObject | None,
+) -> None:
+    """Refresh 0: every pod fresh. Refresh 1: some pods stale (their last samples kept, as the sources keep
+    them), the others with new loads. The same refresh with the stale pods fresh at those last values is the
+    reference: the targets are the same, and what is served is never below the reference's nor above what the
+    reference or the value before explain. Below `min_coverage` fresh the per-signal values stay 503."""
+    count = len(before)
+    if data is None:
+        gone, after = [False, True], before
+    else:
+        gone = data.draw(st.lists(st.booleans(), min_size=count, max_size=count), label="gone")
+        after = data.draw(st.lists(load, min_size=count, max_size=count), label="after")
+    after = [old if missing else new for old, new, missing in zip(before, after, gone, strict=True)]
+    start_view, memory = decide(snapshot(tuple(fleet(before, NOW)), now=NOW), POLICY, None, NOW, WINDOW)
+    start = values(start_view)
+    now = NOW + STEP
+    reference = fleet(after, now)
+    old = fleet(before, NOW)
+    with_gap = [old[i] if missing else reference[i] for i, missing in enumerate(gone)]
+    ref_view, _ = decide(snapshot(tuple(reference), now=now), POLICY, memory, now, WINDOW)
+    gap_view, _ = decide(snapshot(tuple(with_gap), now=now), POLICY, memory, now, WINDOW)
+    ref, gap = values(ref_view), values(gap_view)
+    if count - sum(gone) < POLICY.min_coverage * count:  # too few fresh: unknown (503), the HPA holds
+        assert all(gap[metric][0] is None for metric in (GPU, LOAD, DESIRED)), gap
+        return
+    for metric in (GPU, LOAD):
+        (served, raw), (ref_served, ref_raw) = gap[metric], ref[metric]
+        assert raw is not None and ref_raw is not None and ref_served is not None and served is not None
+        assert abs(raw - ref_raw) <= 1e-9 * max(1.0, ref_raw), (metric, raw, ref_raw)
+        assert served >= ref_served - 1e-9 * max(1.0, ref_served), (metric, served, ref_served)
+        explained = max(ref_served, start[metric][0] or 0.0)
+        assert served <= explained + 1e-9 * max(1.0, explained), (metric, served, ref_served, start[metric])
+    served_d, ref_d, start_d = gap[DESIRED][0], ref[DESIRED][0], start[DESIRED][0]
+    assert served_d is not None and ref_d is not None and start_d is not None
+    assert ref_d <= served_d <= max(ref_d, start_d), (served_d, ref_d, start_d)
+
+
+def test_the_pods_back_serve_what_they_would_have_without_the_gap() -> None:
+    """Two of four idle pods stale for two refreshes, then back: the served GPU busy and request load are, at
+    every refresh, those of the runtime without the gap (values that do not fall need no hold)."""
+    loads = [(0.9, 120.0), (0.3, 20.0), (0.3, 20.0), (0.3, 20.0)]
+    rising = [(0.9, 120.0), (0.5, 40.0), (0.3, 20.0), (0.3, 20.0)]
+    plain: RuntimeMemory | None = None
+    gapped: RuntimeMemory | None = None
+    for step, (current, gone) in enumerate([(loads, ()), (rising, (2, 3)), (rising, (2, 3)), (rising, ())]):
+        now = NOW + STEP * step
+        pods = fleet(current, now)
+        with_gap = [replace(p, sampled_at=NOW - 5.0) if i in gone else p for i, p in enumerate(pods)]
+        plain_view, plain = decide(snapshot(tuple(pods), now=now), POLICY, plain, now, WINDOW)
+        gap_view, gapped = decide(snapshot(tuple(with_gap), now=now), POLICY, gapped, now, WINDOW)
+        for metric in (GPU, LOAD, DESIRED):
+            assert gap_view.values[metric].value == plain_view.values[metric].value, (step, metric)
