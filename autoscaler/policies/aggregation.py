@@ -115,6 +115,9 @@ class Aggregate:
     # `n x M_p`, and a gap neither lowers nor raises them: left out, nine idle pods of twenty raised M_p(b) by 12%.
     gpu_pods: int = 0
     rate_pods: int = 0
+    # Likewise the Ready pods the cache pressure is judged over (one with room settles it, the oldest LRU age of the
+    # full ones sets it): those with cache signals fresh, and the stale ones at their last cache state.
+    cache_pods: int = 0
 
 
 def aggregate(
@@ -173,6 +176,7 @@ def scan_pods(
     # means at that value, after the fresh ones (`Aggregate.gpu_pods`). Rare: most refreshes leave them empty.
     held_gpu: list[float] = []
     held_rps: list[float] = []
+    held_caches = 0  # stale Ready pods whose last cache state counts (`Aggregate.cache_pods`)
     rps: list[float] = []  # one per pod: its fresh request rate, or 0.0 when it has none (`rate_summary`)
     excess = 0.0
     saturated = 0
@@ -335,6 +339,18 @@ def scan_pods(
                         top_rate = r
                 if c is not None:
                     caches = True
+                # Its last cache state counts too: left out, the one pod with room gone read the runtime as full.
+                if t is not None and (c is not None or pod.models_loaded is not None or pod.lru_age_s is not None):
+                    held_caches += 1
+                    if not room:
+                        state = cache_state(pod, full_ratio)
+                        if state == CACHE_ROOM:
+                            room = True
+                        else:
+                            full = full or state == CACHE_FULL
+                            a = lru_age(pod, state)
+                            if a is not None and a > global_lru:
+                                global_lru = a
         if not room and code & used_cache:  # one pod with room settles the cache question for the runtime
             state = cache_state(pod, full_ratio)
             if state == CACHE_ROOM:
@@ -348,7 +364,9 @@ def scan_pods(
     # The cache pressure (docs/design.md, Aggregation): inline, as the lines below, for a fleet of small runtimes
     # (three calls a runtime cost 1.5% of a refresh at 5,000 runtimes of 2 pods).
     pressure: float | None
-    if room:
+    if held_caches and no_cache == len(codes) - not_ready - stale:  # the held pods alone make no value: no fresh cache
+        pressure = None
+    elif room:
         pressure = 0.0
     elif full and global_lru > 0.0:
         pressure = policy.target_lru_age_s / global_lru
@@ -415,6 +433,7 @@ def scan_pods(
         horizon if horizon < inf else None,  # recency_horizon_s
         fresh_g + len(held_gpu) if fresh_g else 0,  # gpu_pods (0 with no power mean: `gpu_busy` None)
         fresh_r + len(held_rps) if fresh_r else 0,  # rate_pods
+        n - no_cache + held_caches if n - no_cache else 0,  # cache_pods
     )
     return agg, _ready_terms(ReadyTerms, (top_rate, rated, gpus or fresh_g > 0, caches, models, len(used_models)))
 
@@ -489,5 +508,5 @@ _aggregate: Final = slot_builder(Aggregate, (
     "pods", "fresh", "weights", "ready", "n", "coverage", "gpu_busy", "request_rate", "cache_pressure",
     "cache_full", "oldest_sample_at", "queue_excess_s", "saturated",
     "signals", "pod_signals", "models_in_use", "pod_capacity", "models_missing", "fresh_sample_at",
-    "recency_horizon_s", "gpu_pods", "rate_pods",
+    "recency_horizon_s", "gpu_pods", "rate_pods", "cache_pods",
 ))

@@ -183,7 +183,7 @@ def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | N
     cache: float | None = None
     cache_stats = signals[SIGNAL_CACHE]
     if agg.cache_full and agg.cache_pressure is not None:
-        cache = cache_stats.fresh * min(policy.cache_pressure_cap, agg.cache_pressure)
+        cache = agg.cache_pods * min(policy.cache_pressure_cap, agg.cache_pressure)
     need: float | None = None  # the cache need, U / C
     capped = False  # the pressure term held to cache_pressure_cap x the need
     in_use, per_pod = agg.models_in_use, agg.pod_capacity

@@ -101,7 +101,7 @@ def plain_recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, in
 
     cache: float | None = None
     if agg.cache_full and agg.cache_pressure is not None:
-        cache = stats_of(agg, SIGNAL_CACHE).fresh * min(policy.cache_pressure_cap, agg.cache_pressure)
+        cache = agg.cache_pods * min(policy.cache_pressure_cap, agg.cache_pressure)
     # The cache need: the pods whose caches hold the copies in use (two of a model at most), ceil(U / C); the
     # pressure term at most cache_pressure_cap times it.
     need: float | None = None

@@ -88,6 +88,7 @@ def plain_aggregate(
     # fresh ones (docs/design.md, Missing data: a gap neither lowers nor raises a value).
     held_gpu: list[float] = []
     held_rps: list[float] = []
+    held_caches = 0  # stale pods whose last cache state counts
     excess = 0.0
     saturated = 0
     oldest: float | None = None  # the `timestamp`: every sample the values stand on
@@ -148,7 +149,9 @@ def plain_aggregate(
             if q > target_q:
                 excess += q - target_q
                 saturated += 1
-        if not use[3] or room:
+        held_cache = not load_fresh[i] and pod.sampled_at is not None and _reports(pod)[3]
+        held_caches += held_cache
+        if not (use[3] or held_cache) or room:
             continue  # one pod with room settles the cache question for the runtime
         state = cache_state(pod, full_ratio)
         if state == CACHE_ROOM:
@@ -159,7 +162,9 @@ def plain_aggregate(
             if a is not None and a > global_lru:
                 global_lru = a
     pressure: float | None
-    if room:
+    if fresh_count[3] == 0:
+        pressure = None  # the held pods alone make no value
+    elif room:
         pressure = 0.0
     elif full and global_lru > 0.0:
         pressure = policy.target_lru_age_s / global_lru
@@ -213,6 +218,7 @@ def plain_aggregate(
         recency_horizon_s=min(horizons) if horizons else None,
         gpu_pods=len(gpu + held_gpu) if gpu else 0,
         rate_pods=len(rps + held_rps) if rps else 0,
+        cache_pods=fresh_count[3] + held_caches if fresh_count[3] else 0,
     )
 
 

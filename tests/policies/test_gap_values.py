@@ -8,6 +8,7 @@ slow-fall rate for minutes once they were back.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from hypothesis import example, given
@@ -22,14 +23,23 @@ from tests.policies.builders import NOW, PROPERTIES, pod, snapshot
 DESIRED = ServedMetric.DESIRED_REPLICAS
 GPU = ServedMetric.GPU_BUSY
 LOAD = ServedMetric.REQUEST_LOAD
+CACHE = ServedMetric.CACHE_PRESSURE
 WINDOW = 30.0
 POLICY = RuntimePolicy(target_rps_per_pod=100.0)  # tau 300 s, max_staleness 45 s, min_coverage 0.5
 STEP = 60.0  # a sample taken one step before is stale
 
 
-def fleet(loads: list[tuple[float, float]], now: float) -> list[PodSample]:
-    return [pod(f"pod-{i}", gpu=gpu, rps=rps, queue=0.0, cache=0.5, models=2.0, now=now)
-            for i, (gpu, rps) in enumerate(loads)]
+Load = tuple[float, float] | tuple[float, float, float | None]
+"""GPU busy, request rate, and the LRU age of a full cache (None or left out: the pod has room)."""
+
+
+def fleet(loads: Sequence[Load], now: float) -> list[PodSample]:
+    pods = []
+    for i, (gpu, rps, *cache) in enumerate(loads):
+        lru = cache[0] if cache else None
+        pods.append(pod(f"pod-{i}", gpu=gpu, rps=rps, queue=0.0, cache=0.5 if lru is None else 0.95, models=2.0,
+                        lru=lru, now=now))
+    return pods
 
 
 def values(view: RuntimeView) -> dict[ServedMetric, tuple[float | None, float | None]]:
@@ -52,7 +62,8 @@ def test_idle_pods_gone_neither_raise_nor_lower_gpu_busy() -> None:
     assert view.values[GPU].value == busy
 
 
-load = st.tuples(st.floats(min_value=0.0, max_value=1.0), st.floats(min_value=0.0, max_value=500.0))
+load = st.tuples(st.floats(min_value=0.0, max_value=1.0), st.floats(min_value=0.0, max_value=500.0),
+                st.none() | st.floats(min_value=10.0, max_value=2000.0))
 
 
 @PROPERTIES
@@ -63,12 +74,13 @@ load = st.tuples(st.floats(min_value=0.0, max_value=1.0), st.floats(min_value=0.
 # An idle pod of two gone: M2(0.9, 0) = 0.636 over both, 0.9 over the hot pod alone.
 @example(before=[(0.9, 90.0), (0.0, 0.0)], data=None)
 def test_a_gap_serves_what_the_missing_pods_last_values_would(
-    before: list[tuple[float, float]], data: st.DataObject | None,
+    before: Sequence[Load], data: st.DataObject | None,
 ) -> None:
     """Refresh 0: every pod fresh. Refresh 1: some pods stale (their last samples kept, as the sources keep
     them), the others with new loads. The same refresh with the stale pods fresh at those last values is the
-    reference: the targets are the same, and what is served is never below the reference's nor above what the
-    reference or the value before explain. Below `min_coverage` fresh the per-signal values stay 503."""
+    reference: the targets (GPU busy, request load, cache pressure) are the same, and what is served is never below
+    the reference's nor above what the reference or the value before explain. Below `min_coverage` fresh every
+    value stays 503."""
     count = len(before)
     if data is None:
         gone, after = [False, True], before
@@ -86,9 +98,9 @@ def test_a_gap_serves_what_the_missing_pods_last_values_would(
     gap_view, _ = decide(snapshot(tuple(with_gap), now=now), POLICY, memory, now, WINDOW)
     ref, gap = values(ref_view), values(gap_view)
     if count - sum(gone) < POLICY.min_coverage * count:  # too few fresh: unknown (503), the HPA holds
-        assert all(gap[metric][0] is None for metric in (GPU, LOAD, DESIRED)), gap
+        assert all(gap[metric][0] is None for metric in (GPU, LOAD, CACHE, DESIRED)), gap
         return
-    for metric in (GPU, LOAD):
+    for metric in (GPU, LOAD, CACHE):
         (served, raw), (ref_served, ref_raw) = gap[metric], ref[metric]
         assert raw is not None and ref_raw is not None and ref_served is not None and served is not None
         assert abs(raw - ref_raw) <= 1e-9 * max(1.0, ref_raw), (metric, raw, ref_raw)
@@ -115,3 +127,20 @@ def test_the_pods_back_serve_what_they_would_have_without_the_gap() -> None:
         gap_view, gapped = decide(snapshot(tuple(with_gap), now=now), POLICY, gapped, now, WINDOW)
         for metric in (GPU, LOAD, DESIRED):
             assert gap_view.values[metric].value == plain_view.values[metric].value, (step, metric)
+
+
+def test_the_pod_with_room_gone_raises_neither_cache_pressure_nor_replicas() -> None:
+    """Two full pods (LRU age 300 s: pressure 600 / 300 = 2) and one with room: the runtime has room, pressure 0,
+    and GPU 3 x 0.1 / 0.8 asks for 1 pod. Was: the pod with room's exporter down, the runtime read as full, pressure
+    2 at once and the cache term 2 x 1.2 = 2.4: 3 replicas on an exporter outage."""
+    def pods(now: float) -> list[PodSample]:
+        full = {"gpu": 0.1, "rps": 10.0, "queue": 0.0, "cache": 0.95, "models": 5.0, "lru": 300.0, "now": now}
+        return [pod("pod-0", **full), pod("pod-1", **full),  # type: ignore[arg-type]
+                pod("pod-2", gpu=0.1, rps=10.0, queue=0.0, cache=0.5, models=2.0, lru=900.0, now=now)]
+    view, memory = decide(snapshot(tuple(pods(NOW)), now=NOW), POLICY, None, NOW, WINDOW)
+    assert (view.values[CACHE].value, view.values[DESIRED].value) == (0.0, 1.0)
+    gap = pods(NOW + STEP)
+    gap[2] = pods(NOW)[2]
+    view, _ = decide(snapshot(tuple(gap), now=NOW + STEP), POLICY, memory, NOW + STEP, WINDOW)
+    assert view.values[CACHE].value == 0.0
+    assert view.values[DESIRED].value == 1.0, view.proposals
