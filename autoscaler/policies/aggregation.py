@@ -66,7 +66,8 @@ class Aggregate:
 
     Per-pod tuples follow the order of the pods given to `aggregate`. `n` counts the Ready pods with fresh
     load data (the ModelMesh collector); each signal's own count is in `signals`: pods we cannot see never
-    add invented load.
+    add invented load. A stale pod is seen at its last good sample, and counts at those values in the means
+    and the cache question (`gpu_pods`, `rate_pods`, `cache_pods`): a gap neither raises nor lowers them.
     """
 
     pods: tuple[PodSample, ...]  # the input pods (valid already: `PodSample`)
