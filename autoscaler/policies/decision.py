@@ -118,6 +118,8 @@ _SIGNAL_PLAN: Final = tuple((metric, signal, metric.value) for metric, signal in
 assert (_DESIRED, *(metric for metric, _, _ in _SIGNAL_PLAN)) == tuple(ServedMetric)
 
 _MAY_RISE: Final = "data missing on some ready pod; may rise, not fall"
+_MAY_RISE_UNREADY: Final = "a pod not Ready held as missing data (its own line says which); may rise, not fall"
+"""Why a value is held where every Ready pod is fresh and the hold is a pod not Ready's (`unready_pods`)."""
 SOURCE_DOWN: Final = "metric source down"
 """How every reason of a refresh whose source failed begins: the cause first (logs, /debug, 503 messages)."""
 
@@ -260,10 +262,11 @@ def decide(
     held: dict[str, str] = {f"{term} proposal": why for term, why in rec.held.items()} if rec.held else {}
     smoothed: dict[ServedMetric, SmoothState] = {}
     values: dict[ServedMetric, ServedValue] = {}  # in view order: the replica count, then one value per signal
-    _desired_value(float(rec.desired) if known else None, desired_complete, policy, memory.smoothed, at,
+    may_rise = _MAY_RISE_UNREADY if n == ready and unready else _MAY_RISE
+    _desired_value(float(rec.desired) if known else None, desired_complete, may_rise, policy, memory.smoothed, at,
                    agg.oldest_sample_at, held, smoothed, values)
-    _signal_values(agg, known, pods_complete, min_coverage, memory.smoothed, at, policy.scale_down_tau_s, held,
-                   smoothed, values)
+    _signal_values(agg, known, pods_complete, may_rise, min_coverage, memory.smoothed, at, policy.scale_down_tau_s,
+                   held, smoothed, values)
     if unready:
         held.update(held_reasons(unready, at, unready_clocks))
 
@@ -371,6 +374,7 @@ def _view_warnings(
 def _desired_value(
     target: float | None,
     may_fall: bool,
+    may_rise: str,
     policy: RuntimePolicy,
     before: Mapping[ServedMetric, SmoothState],
     at: float,
@@ -381,7 +385,7 @@ def _desired_value(
 ) -> None:
     """The replica count, added to `values`: usable when `target` is known (the recommendation), may fall when
     `may_fall` (every signal of its terms complete), capped, served rounded up. Adds its state to `smoothed`
-    and, when it is held up, its reason to `held`."""
+    and, when it is held up, its reason (`may_rise`) to `held`."""
     state = smooth(before.get(_DESIRED), target, at, policy.scale_down_tau_s, may_fall, DESIRED_REPLICAS_SETTLE)
     served: float | None = None
     if state is not None:
@@ -393,7 +397,7 @@ def _desired_value(
         smoothed[_DESIRED] = state
         if target is not None:
             if not may_fall and target < state.value:
-                held.setdefault(_DESIRED_KEY, _MAY_RISE)
+                held.setdefault(_DESIRED_KEY, may_rise)
             served = float(ceil_pods(state.value))
     value = _ValueTwin()  # ServedValue(served, target, oldest), through its twin (`slots`)
     value.value, value.raw, value.timestamp = served, target, oldest
@@ -405,6 +409,7 @@ def _signal_values(
     agg: Aggregate,
     known: bool,
     pods_complete: bool,
+    may_rise: str,
     min_coverage: float,
     before: Mapping[ServedMetric, SmoothState],
     at: float,
@@ -416,7 +421,7 @@ def _signal_values(
     """The values of one signal each, added to `values` in view order (`_SIGNAL_PLAN`): usable when the runtime
     is `known` and the signal fresh on at least `min_coverage` of the Ready pods, may fall when it misses on
     none and `pods_complete` (every Ready pod fresh, none held: `unready_pods`). Adds their states to `smoothed`
-    and why one is held to `held`."""
+    and why one is held (`may_rise`) to `held`."""
     by_signal = agg.signals
     oldest = agg.oldest_sample_at
     ready = agg.ready
@@ -447,7 +452,7 @@ def _signal_values(
             if target is not None:  # (then usable)
                 served = state.value
                 if not may_fall and target < served:
-                    held.setdefault(key, _MAY_RISE)
+                    held.setdefault(key, may_rise)
         value = value_twin()
         value.value, value.raw, value.timestamp = served, target, oldest
         value.__class__ = ServedValue

@@ -146,3 +146,19 @@ def test_ready_flaps_within_the_bound_never_lower_the_served_values(
             assert value is None or lowest is None or value >= lowest - 1e-9 * max(1.0, lowest), (
                 step, metric, value, lowest, view.reason)
             assert value is None or math.isfinite(value)
+
+
+def test_a_value_held_for_a_pod_not_ready_says_so_not_data_missing_on_a_ready_pod() -> None:
+    """An operator's churn runs logged `10/10 ready pods fresh; modelmesh_desired_replicas held: data missing on
+    some ready pod; ...; pod X held: not ready for 5 s`: every Ready pod was fresh, the value was held for the pod
+    not Ready. The held value's reason names that pod's hold."""
+    _, memory = decide(snapshot(runtime(NOW)), FAST, None, NOW, 30.0)
+    quieter = (sampled("hot", 100.0, NOW + 15), sampled("c1", 20.0, NOW + 15),
+               not_ready(sampled("c2", 20.0, NOW), NOW + 10))
+    view, _ = decide(snapshot(quieter), FAST, memory, NOW + 15, 30.0)
+
+    raw, value = view.values[DESIRED].raw, view.values[DESIRED].value
+    assert raw is not None and value is not None and raw < value  # held up
+    for metric in (DESIRED.value, LOAD.value):
+        assert "ready pod" not in view.held[metric], view.held
+        assert "pod not Ready held" in view.held[metric], view.held
