@@ -5,8 +5,8 @@ Every cost of a refresh is bounded, whatever the pods do:
 - per scrape a short connect timeout, the per-pod timeout and a cap on the bytes read (`scrape_fetch`);
 - a deadline for the whole refresh: scrapes still running when it passes are cancelled and count as
   timeouts, so a lost node's black-holed pods cannot stretch a refresh past `max_staleness`;
-- pods that failed are retried with backoff and go after the others (`scrape_retry`), so a crowd of dead
-  pods cannot starve a healthy one;
+- pods whose scrapes time out (or fail slowly) are retried with backoff, and every failing pod goes after the
+  others (`scrape_retry`), so a crowd of dead pods cannot starve a healthy one;
 - one connection per pod, kept from one refresh to the next (`scrape_keepalive`), so exporters served over
   HTTPS cost a TLS handshake each when the adapter starts, not at every refresh;
 - a pod whose containers declare ports but not the exporter's runs no sidecar (`kube_objects`): it is not
@@ -380,7 +380,7 @@ class ScrapeSource(SourceDefaults):
         answering for another pod: `other_pod` is news of its own)."""
         self.errors[reason] += 1
         before = self._problem(key, pod, reason, detail, now)
-        started = self._retries.failed(_streak(key, pod), now, cost_s) == 1
+        started = self._retries.failed(_streak(key, pod), now, reason, cost_s) == 1
         if started or (before is not None and before.reason != reason):
             self._news.failed(f"{key}/{pod.name}", reason, detail)
 

@@ -16,6 +16,7 @@ from collections import defaultdict
 
 from autoscaler.log_lists import NAMED, few
 from autoscaler.source_problems import REASON_GARBAGE
+from exporter.names import REASON_TIMEOUT
 
 log = logging.getLogger("autoscaler.sources.scrape")
 
@@ -87,5 +88,10 @@ class ScrapeNews:
 
 def _next_try(reason: str) -> str:
     """When the pod is read again: at every refresh for an answer without a usable reading (the exporter
-    answers, so nothing backs off), else with backoff."""
-    return "reading it again at every refresh" if reason == REASON_GARBAGE else "retrying with backoff"
+    answers, so nothing backs off); with backoff after a timeout; after any other failure at the next refresh,
+    unless it took a second or more (`scrape_retry.fails_cheaply`: not known when a spell's line is written)."""
+    if reason == REASON_GARBAGE:
+        return "reading it again at every refresh"
+    if reason == REASON_TIMEOUT:
+        return "retrying with backoff"
+    return "retrying at the next refresh (with backoff where it fails slowly)"

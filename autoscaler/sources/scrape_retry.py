@@ -16,6 +16,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
 from autoscaler.kube.backoff import exponential_delay
+from exporter.names import REASON_TIMEOUT
 
 BACKOFF_INITIAL_S = 5.0
 """A pod that failed once is retried at the next refresh (15 s) anyway; only a streak spaces the tries."""
@@ -25,6 +26,13 @@ inside `max_staleness` for the runtime's other pods, and short next to the scale
 CHEAP_FAILURE_S = 1.0
 """A failure that took less than this is not backed off: it held a concurrency slot for under a second (a refused
 connection takes a round trip), where a timeout holds one for the whole `--scrape-timeout` (5 s)."""
+
+
+def fails_cheaply(reason: str, cost_s: float, cheap_failure_s: float = CHEAP_FAILURE_S) -> bool:
+    """Whether a failure is tried again at the next refresh: quick, and not a timeout. A timeout is never cheap,
+    however short: a hung exporter cut off by a `--scrape-timeout` under a second, or by the refresh's deadline
+    just after its scrape began, would hold a slot at every refresh (a reviewer's)."""
+    return reason != REASON_TIMEOUT and cost_s < cheap_failure_s
 
 
 @dataclass(slots=True)
@@ -40,7 +48,7 @@ class ScrapeRetries:
                  cheap_failure_s: float = CHEAP_FAILURE_S) -> None:
         self._initial_s = initial_s
         self._max_s = max_s
-        self._cheap_failure_s = cheap_failure_s
+        self.cheap_failure_s = cheap_failure_s
         self._streaks: dict[Hashable, _Streak] = {}
 
     def due(self, pod: Hashable, now: float) -> bool:
@@ -51,11 +59,12 @@ class ScrapeRetries:
         streak = self._streaks.get(pod)
         return 0 if streak is None else streak.failures
 
-    def failed(self, pod: Hashable, now: float, cost_s: float) -> int:
-        """Record a failure at `now` that took `cost_s` to fail; the streak length, 1 for a pod that was fine. The
-        streak counts cheap failures too (the pod goes after the healthy ones), but only a costly one waits."""
+    def failed(self, pod: Hashable, now: float, reason: str, cost_s: float) -> int:
+        """Record a failure at `now` for `reason` that took `cost_s`; the streak length, 1 for a pod that was fine.
+        The streak counts cheap failures too (the pod goes after the healthy ones), but only a costly one waits."""
         failures = self.failures(pod) + 1
-        wait = 0.0 if cost_s < self._cheap_failure_s else exponential_delay(failures, self._initial_s, self._max_s)
+        cheap = fails_cheaply(reason, cost_s, self.cheap_failure_s)
+        wait = 0.0 if cheap else exponential_delay(failures, self._initial_s, self._max_s)
         self._streaks[pod] = _Streak(failures, now + wait)
         return failures
 

@@ -26,7 +26,7 @@ def test_a_failing_pod_waits_5_10_20_40_then_60_s() -> None:
     now = 1000.0
     waits = []
     for _ in range(6):
-        retries.failed("pod", now, cost_s=5.0)  # a timeout: what the backoff spares
+        retries.failed("pod", now, "timeout", cost_s=5.0)
         wait = 0.0
         while not retries.due("pod", now + wait):
             wait += 0.5
@@ -62,6 +62,29 @@ def inventory(base: str, *pods: str) -> StaticDiscovery:
         PodTarget(name=pod, ready=True, url=f"{base}/{pod}/metrics") for pod in pods))])
 
 
+async def test_a_timeout_is_backed_off_however_short(aiohttp_server: AiohttpServer) -> None:
+    """A reviewer: a hung exporter cut off by a scrape timeout under a second (or by the refresh's deadline just
+    after its scrape began) was read as a cheap failure and tried at every refresh, holding a slot each time."""
+    hits: Counter[str] = Counter()
+
+    async def hung(request: web.Request) -> web.Response:
+        hits["hung"] += 1
+        await asyncio.sleep(30)
+        return web.Response(status=500)
+
+    app = web.Application()
+    app.router.add_get("/{pod}/metrics", hung)
+    server = await aiohttp_server(app)
+    source = ScrapeSource(inventory(str(server.make_url("")), "hung"), timeout_s=0.2)
+    try:
+        for now in range(1000, 1031):  # one refresh a second for 30 s: due at 1000, 1005, 1015
+            await source.collect(float(now))
+    finally:
+        await source.close()
+    assert hits["hung"] == 3
+    assert source.errors["timeout"] == 3
+
+
 SLOW_S = 0.2
 """How long the broken exporters take to fail: more than the tests' `cheap_failure_s`, so they are backed off."""
 
@@ -90,7 +113,8 @@ async def test_a_body_over_the_cap_is_refused_unread(exporters: tuple[str, Count
     assert snapshot.pods[0].sampled_at is None
 
 
-async def test_an_exporter_back_after_a_minute_of_refused_connections_is_read_at_the_next_refresh() -> None:
+async def test_an_exporter_back_after_a_minute_of_refused_connections_is_read_at_the_next_refresh(
+        caplog: pytest.LogCaptureFixture) -> None:
     """An operator stopped 11 of a runtime's 20 exporters for 75 s: its values answered 503 (under
     min_coverage) for up to a minute more after they were back, each pod's next try 60 s after its last refusal.
     A refused connection costs nothing, so it is tried again at every refresh; only failures that take time
@@ -119,3 +143,5 @@ async def test_an_exporter_back_after_a_minute_of_refused_connections_is_read_at
         await source.close()
         await runner.cleanup()
     assert hits["back"] == 1
+    [line] = [record.getMessage() for record in caplog.records if "failed (connect)" in record.getMessage()]
+    assert line.endswith("retrying at the next refresh (with backoff where it fails slowly)"), line
