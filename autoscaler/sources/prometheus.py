@@ -75,6 +75,7 @@ from autoscaler.sources.base import (
     SourceProblem,
 )
 from autoscaler.sources.exposition import SCALAR_FIELDS
+from autoscaler.sources.held_gpu import with_last_gpu
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, PrometheusSourceError
 from autoscaler.sources.prometheus_current import NEWEST_SCRAPE_SERIES
 from autoscaler.sources.prometheus_dcgm import DcgmUnmatched
@@ -369,6 +370,9 @@ class PrometheusSource(SourceDefaults):
             sample, garbled = self._read_pod(ref, answers) if ref in seen else (None, False)
             models_garbled = models_garbled or garbled
             if sample is not None and not _older(sample, previous):
+                # Its GPU busy gone from the answer (the GPU collector failing, DCGM's series gone) while its load
+                # is read: the last good one, at its old time (`held_gpu`), as a pod gone from the answer is held.
+                sample = with_last_gpu(sample, previous)
                 self._last[ref] = sample
             else:  # not seen, garbage freshness, or older than what we had: hold the last good sample
                 sample = previous or PodSample(name=target.name)

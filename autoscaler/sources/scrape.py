@@ -43,6 +43,7 @@ from autoscaler.sources.base import (
     ongoing_problem,
 )
 from autoscaler.sources.exposition import ExporterReading, ExpositionError, read_exporter_text
+from autoscaler.sources.held_gpu import with_last_gpu
 from autoscaler.sources.pending_rates import PendingRates
 from autoscaler.sources.scrape_fetch import (
     CONNECT_TIMEOUT_S,
@@ -244,6 +245,8 @@ class ScrapeSource(SourceDefaults):
             # load signals are held, said by nobody and counted by nothing: it was a garbage WARNING and a source
             # error at every such start, a healthy rollout feeding ModelMeshAutoscalerSourceErrors.
             return key, self._hold_last_load(key, pod, sample)
+        # Its GPU busy not read (the GPU collector failing) while its load is: the last good one, at its old time.
+        sample = with_last_gpu(sample, self._fallback(key, pod))
         self._last_good[_pod_id(key, pod)] = sample
         self._note_models_unread(key, pod, reading.models_unread, now)
         return key, sample

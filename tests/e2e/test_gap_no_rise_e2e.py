@@ -9,14 +9,17 @@ on load. Values are computed by hand in the comments.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import DEPLOYMENT, DataPath, data_path_running
-from tests.e2e.test_missing_signal_e2e import fake_gpus, served_over
-from tests.support.processes import http_get, poll
+from tests.e2e.test_missing_signal_e2e import fake_gpus, served_over, until
+from tests.fakes.nvml import GPU_IS_LOST
+from tests.fakes.prometheus import PrometheusServer
+from tests.support.processes import free_port, http_get, poll
 
 pytestmark = pytest.mark.slow
 
@@ -66,3 +69,56 @@ def test_idle_pods_exporters_gone_and_back_move_gpu_busy_only_with_the_fresh_pod
         assert near(after, 0.6005), after
         desired = served_over(path, "modelmesh_desired_replicas", 1)
         assert desired and all(isinstance(v, float) and v >= before for v in desired), (before, desired)
+
+
+def test_idle_pods_gpu_failing_and_back_moves_gpu_busy_only_with_the_fresh_pods(tmp_path: Path) -> None:
+    """A gap in one signal of a pod still read: its exporter's GPU collector fails (NVML says the GPU is lost) while
+    its ModelMesh collector works. Was: the pod's GPU left the power mean, M2(0.95, 0.3, 0.3) = 0.6007 at once, and
+    after the GPU was back it fell at the slow-fall rate."""
+    gpus = fake_gpus(tmp_path, HOT_AND_IDLE)
+    with data_path_running(tmp_path, pods=4, rps=50, gpus=gpus, policy={"scale_down_tau_s": 300}) as path:
+        poll(lambda: (v := path.value("modelmesh_gpu_busy")) is not None and abs(v - 0.5414) < 0.012, timeout=40)
+        before = poll(lambda: path.value("modelmesh_desired_replicas"), timeout=10)
+
+        gpus[3].set_gpu(0, error=GPU_IS_LOST)  # an idle pod's GPU collector fails; its load signals stay fresh
+        poll(lambda: gpu_states(path).get("pod-3") not in (None, "fresh"), timeout=15)
+        during = served_over(path, "modelmesh_gpu_busy", 3)
+        assert near(during, 0.5414), during
+        assert gpu_states(path)["pod-3"] == "stale"  # held at its last reading, still not fresh: values hold
+        desired = served_over(path, "modelmesh_desired_replicas", 1)
+        assert desired and all(v == before for v in desired), (before, desired)
+
+        gpus[3].set_gpu(0, error=0, util=30)  # the GPU answers again (NVML re-initialised within its backoff)
+        poll(lambda: set(gpu_states(path).values()) == {"fresh"}, timeout=30)
+        after = served_over(path, "modelmesh_gpu_busy", 3)
+        assert near(after, 0.5414), after
+
+
+async def test_idle_pods_gpu_failing_in_prometheus_mode_moves_gpu_busy_only_with_the_fresh_pods(
+        tmp_path: Path) -> None:
+    """The same through a real Prometheus: the GPU query drops a pod whose exporter says its GPU collector fails.
+    Was: 0.601 at once, as scraping."""
+    port = free_port()
+    gpus = fake_gpus(tmp_path, HOT_AND_IDLE)
+    with data_path_running(
+        tmp_path, pods=4, rps=50, gpus=gpus, policy={"scale_down_tau_s": 300},
+        adapter_args=["--source", "prometheus", "--prometheus-url", f"http://127.0.0.1:{port}",
+                      "--max-staleness", "10"],
+    ) as path:
+        labels = {url.removeprefix("http://").removesuffix("/metrics"): {"namespace": "default", "pod": f"pod-{i}"}
+                  for i, url in enumerate(path.exporter_urls)}
+        async with PrometheusServer(path.exporter_urls, port=port, target_labels=labels,
+                                    workdir=tmp_path / "prometheus"):
+            await until(lambda: (v := path.value("modelmesh_gpu_busy")) is not None and abs(v - 0.5414) < 0.012,
+                        timeout=60)
+
+            gpus[3].set_gpu(0, error=GPU_IS_LOST)
+            await until(lambda: gpu_states(path).get("pod-3") not in (None, "fresh"), timeout=30)
+            during = await asyncio.to_thread(served_over, path, "modelmesh_gpu_busy", 3)
+            assert near(during, 0.5414), during
+            assert gpu_states(path)["pod-3"] == "stale"
+
+            gpus[3].set_gpu(0, error=0, util=30)
+            await until(lambda: set(gpu_states(path).values()) == {"fresh"}, timeout=40)
+            after = await asyncio.to_thread(served_over, path, "modelmesh_gpu_busy", 3)
+            assert near(after, 0.5414), after

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from hypothesis import example, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from autoscaler.model import PodSample, RuntimeView
 from autoscaler.names import ServedMetric
 from autoscaler.policies.decision import RuntimeMemory, decide
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.sources.held_gpu import with_last_gpu
 from tests.policies.builders import NOW, PROPERTIES, pod, snapshot
 
 DESIRED = ServedMetric.DESIRED_REPLICAS
@@ -144,3 +145,63 @@ def test_the_pod_with_room_gone_raises_neither_cache_pressure_nor_replicas() -> 
     view, _ = decide(snapshot(tuple(gap), now=NOW + STEP), POLICY, memory, NOW + STEP, WINDOW)
     assert view.values[CACHE].value == 0.0
     assert view.values[DESIRED].value == 1.0, view.proposals
+
+
+@PROPERTIES
+@given(
+    before=st.lists(load, min_size=2, max_size=12),
+    data=st.data(),
+)
+# An idle pod of three whose GPU collector fails while ModelMesh is read: M2(0.95, 0.3, 0.3, 0.3) = 0.541, over the
+# pods with a GPU reading alone 0.601 (tests/e2e/test_gap_no_rise_e2e.py).
+@example(before=[(0.95, 50.0), (0.3, 50.0), (0.3, 50.0), (0.3, 50.0)], data=None)
+def test_a_partial_gap_serves_what_the_signals_last_values_would(
+    before: Sequence[Load], data: st.DataObject | None,
+) -> None:
+    """As above, with gaps of one signal on a pod still read, as the sources give them: its GPU busy gone while
+    its load is read (the GPU collector failing: `held_gpu.with_last_gpu` keeps the last good GPU busy at its old
+    time), or its load held while its GPU is read (the ModelMesh collector failing: the last good load, its old
+    time, with the fresh GPU reading), beside whole pods gone. The reference is the same refresh with every gone
+    signal fresh at its last value: the targets are the same, and what is served lies between the reference's and
+    what the reference or the value before explain."""
+    count = len(before)
+    if data is None:
+        gaps, after = ["", "", "", "gpu"], before
+    else:
+        gaps = data.draw(st.lists(st.sampled_from(["", "", "pod", "gpu", "load"]), min_size=count, max_size=count),
+                         label="gaps")
+        after = data.draw(st.lists(load, min_size=count, max_size=count), label="after")
+    gpu_fresh = sum(gap == "" or gap == "load" for gap in gaps)
+    load_fresh = sum(gap == "" or gap == "gpu" for gap in gaps)
+    assume(min(gpu_fresh, load_fresh) >= POLICY.min_coverage * count)  # 503 below it: the property above says so
+    now = NOW + STEP
+    old, new = fleet(before, NOW), fleet(after, now)
+    with_gap, reference = [], []
+    for i, gap in enumerate(gaps):
+        if gap == "pod":  # the whole pod's last good sample
+            with_gap.append(old[i])
+            reference.append(fleet([before[i]], now)[0])
+        elif gap == "gpu":
+            with_gap.append(with_last_gpu(replace(new[i], gpu_busy=None), old[i]))
+            reference.append(replace(new[i], gpu_busy=old[i].gpu_busy))
+        elif gap == "load":
+            with_gap.append(replace(old[i], gpu_busy=new[i].gpu_busy, gpu_sampled_at=new[i].sampled_at))
+            reference.append(replace(old[i], sampled_at=new[i].sampled_at, gpu_busy=new[i].gpu_busy))
+        else:
+            with_gap.append(new[i])
+            reference.append(new[i])
+    start_view, memory = decide(snapshot(tuple(old), now=NOW), POLICY, None, NOW, WINDOW)
+    start = values(start_view)
+    gap_view, _ = decide(snapshot(tuple(with_gap), now=now), POLICY, memory, now, WINDOW)
+    ref_view, _ = decide(snapshot(tuple(reference), now=now), POLICY, memory, now, WINDOW)
+    ref, gapped = values(ref_view), values(gap_view)
+    for metric in (GPU, LOAD, CACHE):
+        (served, raw), (ref_served, ref_raw) = gapped[metric], ref[metric]
+        assert raw is not None and ref_raw is not None and ref_served is not None and served is not None, metric
+        assert abs(raw - ref_raw) <= 1e-9 * max(1.0, ref_raw), (metric, raw, ref_raw)
+        assert served >= ref_served - 1e-9 * max(1.0, ref_served), (metric, served, ref_served)
+        explained = max(ref_served, start[metric][0] or 0.0)
+        assert served <= explained + 1e-9 * max(1.0, explained), (metric, served, ref_served, start[metric])
+    served_d, ref_d, start_d = gapped[DESIRED][0], ref[DESIRED][0], start[DESIRED][0]
+    assert served_d is not None and ref_d is not None and start_d is not None
+    assert ref_d <= served_d <= max(ref_d, start_d), (served_d, ref_d, start_d)

@@ -1,0 +1,30 @@
+"""A pod read without its GPU busy keeps its last good one, at that reading's own old time (docs/design.md,
+Missing data): the partial gap, beside the whole-pod one of a failed scrape or a pod gone from Prometheus's answer.
+
+The GPU collector can fail (NVML lost the GPU, a driver reload, DCGM's series gone) while ModelMesh is read: the
+pod's load signals are fresh, its GPU busy is not there. Left without one, the pod dropped out of the GPU's power
+mean, and the idle pods' GPUs lost raised `modelmesh_gpu_busy` over the pods left (0.541 to 0.601 with one of
+three idle pods' GPU lost), then made it fall at the slow-fall rate once back. Kept at its last reading with that
+reading's time, the pod counts at it (`Aggregate.gpu_pods`), and ages as any held sample does: stale once older
+than `max_staleness_s`, so the hold rules apply as they do to a pod whose scrape fails. Never read as zero, nor
+as the GPUs still answering: the value is the whole pod's last good one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from autoscaler.model import PodSample
+
+
+def with_last_gpu(sample: PodSample, last: PodSample | None) -> PodSample:
+    """`sample`, or, where it has no GPU busy and `last` (the pod's last good sample) had one, `sample` with that
+    busy and its time (`last.gpu_sampled_at`, or `last.sampled_at` where one time stood for both: an old time
+    either way, never this reading's). Not for a pod whose exporter says it has no GPU collector (`--no-gpu`: the
+    GPU is absent, not missing)."""
+    if sample.gpu_busy is not None or sample.no_gpu_collector or last is None or last.gpu_busy is None:
+        return sample
+    at = last.sampled_at if last.gpu_sampled_at is None else last.gpu_sampled_at
+    if at is None:
+        return sample
+    return replace(sample, gpu_busy=last.gpu_busy, gpu_sampled_at=at)

@@ -1,0 +1,54 @@
+"""The Prometheus source and a pod whose GPU busy leaves the answer while its load is read (its exporter's GPU
+collector failing: the query drops a pod whose collector says so; DCGM's series gone). Was: the pod had no GPU busy,
+so it dropped out of the GPU's power mean and an idle pod's GPU lost raised `modelmesh_gpu_busy` (0.60 over the
+pods left, from 0.52). Its last good GPU busy is kept, at its own old time (docs/design.md, Missing data), so it
+counts at that value and turns stale with age, as a pod gone from the answer does."""
+
+from __future__ import annotations
+
+import pytest
+from pytest_aiohttp import AiohttpServer
+
+from autoscaler.policies.aggregation import aggregate
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.sources.prometheus import PrometheusSource
+from autoscaler.sources.prometheus_promql import GpuSource
+from tests.sources.prometheus_stub import answering_prometheus, series_at, two_pods
+from tests.sources.test_prometheus_source import TRITON
+
+
+@pytest.mark.parametrize("gpu_source", ["exporter", "dcgm"])
+async def test_a_pod_whose_gpu_busy_leaves_the_answer_keeps_its_last_one_at_its_old_time(
+        aiohttp_server: AiohttpServer, sources: list[PrometheusSource], now: float, gpu_source: GpuSource) -> None:
+    answers: dict[str, list[dict[str, object]]] = {}
+    source = PrometheusSource(two_pods(TRITON), await answering_prometheus(aiohttp_server, answers),
+                              gpu_source=gpu_source)
+    sources.append(source)
+    freshness, gpu, rps, *_, gpu_freshness = source.queries[:9]  # the signals' (`build_queries`), not the models'
+    series = series_at(TRITON.namespace, now)
+    policy = RuntimePolicy(max_staleness_s=30)
+
+    def answer(stamp: float, busy: dict[str, float]) -> None:
+        """Both pods' load sampled at `stamp`, at 10 req/s; the GPU busy of the pods in `busy`, 1 s older."""
+        answers[freshness] = [series("a-1", stamp), series("a-2", stamp)]
+        answers[rps] = [series("a-1", 10.0), series("a-2", 10.0)]
+        answers[gpu] = [series(pod, value) for pod, value in busy.items()]
+        answers[gpu_freshness] = [series(pod, stamp - 1) for pod in busy]
+
+    answer(now - 5, {"a-1": 0.9, "a-2": 0.3})
+    [first] = await source.collect(now)
+    answer(now + 10, {"a-1": 0.9})  # a-2's GPU gone from the answer; its load read
+    [second] = await source.collect(now + 15)
+    answer(now + 40, {"a-1": 0.9})
+    [third] = await source.collect(now + 45)
+
+    a2 = second.pods[1]
+    assert (a2.gpu_busy, a2.gpu_sampled_at) == (0.3, now - 6), a2  # its last reading, at that reading's time
+    assert (a2.sampled_at, a2.requests_per_second) == (now + 10, 10.0), a2  # its load, read as ever
+    before = aggregate(first.pods, policy, now)
+    during = aggregate(second.pods, policy, now + 15)
+    assert during.gpu_busy == pytest.approx(before.gpu_busy), (before.gpu_busy, during.gpu_busy)
+    assert during.signals["gpu"].complete  # 21 s old, within max_staleness: counted as a pod not yet stale is
+    later = aggregate(third.pods, policy, now + 45)  # 51 s old: stale, counted at it and holding the GPU's values
+    assert later.gpu_busy == pytest.approx(before.gpu_busy) and later.signals["gpu"].missing == 1
+
