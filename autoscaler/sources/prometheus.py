@@ -367,9 +367,17 @@ class PrometheusSource(SourceDefaults):
         for target in runtime.pods:
             ref = (runtime.key.namespace, target.name)
             previous = self._last.get(ref)
-            sample, garbled = self._read_pod(ref, answers) if ref in seen else (None, False)
+            # A pod read before whose load left the answer (no freshness) is read for its GPU (`_read_pod`).
+            read = ref in seen or (previous is not None and ref in answers.get("gpu_busy", ()))
+            sample, garbled = self._read_pod(ref, answers) if read else (None, False)
             models_garbled = models_garbled or garbled
-            if sample is not None and not _older(sample, previous):
+            if sample is not None and sample.sampled_at is None:  # its GPU read, its load not
+                if previous is None:  # nothing to hold beside it: not read yet, as before its first load reading
+                    sample = PodSample(name=target.name)
+                else:  # the last good load, at its old time, beside the GPU read (as the scrape source holds it)
+                    sample = replace(previous, gpu_busy=sample.gpu_busy, gpu_sampled_at=sample.gpu_sampled_at)
+                    self._last[ref] = sample
+            elif sample is not None and not _older(sample, previous):
                 # Its GPU busy gone from the answer (the GPU collector failing, DCGM's series gone) while its load
                 # is read: the last good one, at its old time (`held_gpu`), as a pod gone from the answer is held.
                 sample = with_last_gpu(sample, previous)
@@ -385,8 +393,9 @@ class PrometheusSource(SourceDefaults):
         return runtime.snapshot(tuple(pods), now, source_ok, models_unread)
 
     def _read_pod(self, ref: PodRef, answers: Mapping[str, Mapping[PodRef, str]]) -> tuple[PodSample | None, bool]:
-        """This refresh's sample of a pod, None when its freshness itself is garbage; and whether the model times
-        it gave were all garbage (`_recent_models`)."""
+        """This refresh's sample of a pod, None when its freshness itself is garbage (or absent) and no GPU busy was
+        read, its GPU's alone (`sampled_at` None) where one was; and whether the model times it gave were all
+        garbage (`_recent_models`)."""
         fields: dict[str, float | None] = {}
         refused: list[str] = []
         garbled: list[str] = []
@@ -406,9 +415,13 @@ class PrometheusSource(SourceDefaults):
         if refused:  # a value no real pod reaches: the whole reading is garbage; the last good sample is held
             return None, False
         sampled_at, gpu_sampled_at = fields[FRESHNESS], fields[GPU_FRESHNESS]
-        if sampled_at is None:
-            return None, False
         offset = self._reader.clock_offset_s  # Prometheus's clock to ours
+        if sampled_at is None:
+            # No load reading (an exporter whose ModelMesh collector fails from its start), its GPU read or not: the
+            # GPU's alone, beside which `_snapshot` holds the last good load.
+            if fields["gpu_busy"] is None or gpu_sampled_at is None:
+                return None, False
+            return PodSample(name=ref[1], gpu_sampled_at=gpu_sampled_at - offset, gpu_busy=fields["gpu_busy"]), False
         sampled_at -= offset
         recent, models_garbled = self._recent_models(ref, offset, sampled_at)
         return PodSample(

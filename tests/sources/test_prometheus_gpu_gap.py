@@ -52,3 +52,29 @@ async def test_a_pod_whose_gpu_busy_leaves_the_answer_keeps_its_last_one_at_its_
     later = aggregate(third.pods, policy, now + 45)  # 51 s old: stale, counted at it and holding the GPU's values
     assert later.gpu_busy == pytest.approx(before.gpu_busy) and later.signals["gpu"].missing == 1
 
+
+async def test_a_pod_whose_load_leaves_the_answer_keeps_its_last_load_beside_its_gpu_read(
+        aiohttp_server: AiohttpServer, sources: list[PrometheusSource], now: float) -> None:
+    """The other way round: a pod's exporter restarted and its ModelMesh collector fails from the start (no
+    `last_success_timestamp_seconds{collector="modelmesh"}`, no rate: no load freshness at all) while its GPU is read.
+    Was: the whole last sample held, its GPU busy too, 0.3 at its old time, where 0.8 was read fresh. Now the last
+    good load, at its old time, beside the GPU busy read, as the scrape source holds it."""
+    answers: dict[str, list[dict[str, object]]] = {}
+    source = PrometheusSource(two_pods(TRITON), await answering_prometheus(aiohttp_server, answers))
+    sources.append(source)
+    freshness, gpu, rps, *_, gpu_freshness = source.queries[:9]
+    series = series_at(TRITON.namespace, now)
+    answers[freshness] = [series("a-1", now - 5), series("a-2", now - 5)]
+    answers[rps] = [series("a-1", 10.0), series("a-2", 30.0)]
+    answers[gpu] = [series("a-1", 0.9), series("a-2", 0.3)]
+    answers[gpu_freshness] = [series("a-1", now - 6), series("a-2", now - 6)]
+    await source.collect(now)
+    answers[freshness] = [series("a-1", now + 10)]  # a-2 has no load freshness, nor a rate
+    answers[rps] = [series("a-1", 10.0)]
+    answers[gpu] = [series("a-1", 0.9), series("a-2", 0.8)]
+    answers[gpu_freshness] = [series("a-1", now + 9), series("a-2", now + 9)]
+    [second] = await source.collect(now + 15)
+
+    a2 = second.pods[1]
+    assert (a2.gpu_busy, a2.gpu_sampled_at) == (0.8, now + 9), a2
+    assert (a2.sampled_at, a2.requests_per_second) == (now - 5, 30.0), a2  # its last good load, at its old time
