@@ -4,7 +4,7 @@ one real adapter process that finds them through a targets file it re-reads when
 A new pod is "Ready" once its exporter answers; only then is it written into the targets file, as a
 Kubernetes Endpoints object would list it. A removed pod leaves the targets file first, then stops. Every process
 is started from the event loop's thread, the demo's main one, and ends with the demo even where it is killed
-(`parent_death`).
+(`parent_death`); each is told to the directory's janitor as it starts (`on_start`, `workdir_janitor`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from ssl import SSLContext
@@ -30,7 +30,7 @@ from aiohttp import web
 from autoscaler.api.certs import generate_self_signed, server_context
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, build_app
 from autoscaler.demo.orphans import stop_adopted
-from autoscaler.demo.parent_death import dies_with_this_process
+from autoscaler.demo.parent_death import dying_with_this_process
 
 NAMESPACE = "default"
 DEPLOYMENT = "modelmesh-serving-demo"
@@ -41,11 +41,14 @@ gives its serving workers (`worker_pool.STOP_TIMEOUT_S`, not imported: the demo 
 so that the adapter stops them and removes its directories itself."""
 
 
-def child_environment() -> dict[str, str]:
+def child_environment(workdir: Path) -> dict[str, str]:
     """The demo's processes get every setting as a flag; an `AUTOSCALER_*` or `EXPORTER_*` variable left in the
     user's shell (from trying `serve`) would otherwise change them, or stop them at start
-    (`AUTOSCALER_SOURCE=prometheus` without a URL)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("AUTOSCALER_", "EXPORTER_"))}
+    (`AUTOSCALER_SOURCE=prometheus` without a URL). Their temporary files (the adapter's self-signed certificate
+    and key) go in `workdir`'s `tmp`: killed with the demo's whole group, the adapter removed nothing, and
+    `mm-autoscaler-cert-*` was left in /tmp; there it goes with the demo's directory (`workdir_janitor`)."""
+    kept = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOSCALER_", "EXPORTER_"))}
+    return {**kept, "TMPDIR": str(workdir / "tmp")}
 
 
 def free_port() -> int:
@@ -81,12 +84,15 @@ class DemoFleet:
     _log: IO[bytes] | None = None
     _starting: set[asyncio.Task[None]] = field(default_factory=set)
     _adapter: subprocess.Popen[bytes] | None = None
+    on_start: Callable[[int], None] = lambda pid: None
+    """Called with each process's id as it starts: the directory's janitor waits for it (`workdir_janitor`)."""
 
     @contextlib.asynccontextmanager
     async def running(self, initial_pods: int) -> AsyncIterator[None]:
         certs = generate_self_signed(self.workdir / "modelmesh-tls", "fake-modelmesh", ["127.0.0.1"])
         self._tls, self._ca = server_context(certs.cert_file, certs.key_file), certs.cert_file
         self._log = open(self.workdir / "processes.log", "ab")  # noqa: SIM115 - closed in finally
+        (self.workdir / "tmp").mkdir(exist_ok=True)  # the processes' TMPDIR (`child_environment`)
         try:
             for _ in range(initial_pods):
                 pod = await self.add_pod(wait=False, own_models=True)
@@ -123,11 +129,14 @@ class DemoFleet:
 
     def _start_adapter(self) -> None:
         (self.workdir / "policy.yaml").write_text(yaml.safe_dump({"defaults": self.policy}))
-        self._adapter = subprocess.Popen(
-            [sys.executable, "-m", "autoscaler.cli", "serve", *self.adapter_arguments()],
-            stdout=self._log, stderr=self._log, env=child_environment(), preexec_fn=dies_with_this_process(),
-        )
-        self.processes.append(self._adapter)
+        self._adapter = self._start([sys.executable, "-m", "autoscaler.cli", "serve", *self.adapter_arguments()])
+
+    def _start(self, command: list[str]) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(dying_with_this_process(command), stdout=self._log, stderr=self._log,
+                                   env=child_environment(self.workdir))
+        self.processes.append(process)
+        self.on_start(process.pid)
+        return process
 
     def adapter_failure(self) -> str | None:
         """Why the adapter process has stopped, from its log's error line; None while it runs."""
@@ -155,13 +164,10 @@ class DemoFleet:
         pod.runner = web.AppRunner(build_app(pod.fake), handle_signals=False, access_log=None)
         await pod.runner.setup()
         await web.TCPSite(pod.runner, "127.0.0.1", pod.modelmesh_port, ssl_context=self._tls).start()
-        pod.process = subprocess.Popen(
+        pod.process = self._start(
             [sys.executable, "-m", "exporter.cli", "--listen", f"127.0.0.1:{pod.exporter_port}",
              "--modelmesh-url", f"https://127.0.0.1:{pod.modelmesh_port}/metrics",
-             "--modelmesh-ca-file", str(self._ca), "--no-gpu", "--modelmesh-interval", "1", "--load-window", "6"],
-            stdout=self._log, stderr=self._log, env=child_environment(), preexec_fn=dies_with_this_process(),
-        )
-        self.processes.append(pod.process)
+             "--modelmesh-ca-file", str(self._ca), "--no-gpu", "--modelmesh-interval", "1", "--load-window", "6"])
         self.pods.append(pod)
         if wait:
             task = asyncio.create_task(self._become_ready(pod))

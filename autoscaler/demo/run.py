@@ -37,7 +37,7 @@ from autoscaler.demo.orphans import adopt_orphans, spare
 from autoscaler.demo.pod_costs import costs_on_pods
 from autoscaler.demo.removals import scale_down
 from autoscaler.demo.short_run import StoryProgress, not_shown
-from autoscaler.demo.workdir_janitor import release, start_janitor
+from autoscaler.demo.workdir_janitor import Janitor
 from autoscaler.log_lists import in_words
 from autoscaler.names import GROUP_VERSION, ServedMetric
 from autoscaler.simulation.hpa import (
@@ -508,11 +508,13 @@ def run_demo(args: argparse.Namespace) -> int:
     directory = Path(tempfile.mkdtemp(prefix="modelmesh-demo-"))
     failed, janitor = True, None
     try:
-        # Killed with SIGKILL, the demo removes nothing: the janitor does, once the demo's processes have ended on
-        # their parent-death signal (`parent_death`); a little past their own stop time, as the demo gives them.
-        janitor = start_janitor(directory, PROCESS_STOP_S + 5)
+        # Killed with SIGKILL, the demo removes nothing: the janitor does, once the processes the demo told it of
+        # have ended on their parent-death signal (`parent_death`); a little past their own stop time, as the demo
+        # gives them.
+        janitor = Janitor(directory, PROCESS_STOP_S + 5)
         spare(janitor.pid)
         demo = Demo(args.pods, args.duration, args.interval, directory, args.max_pods, args.start_timeout)
+        demo.fleet.on_start = janitor.watch
         code = asyncio.run(_run_until_signalled(demo))
         failed = code == 1
         return code
@@ -523,4 +525,4 @@ def run_demo(args: argparse.Namespace) -> int:
         if not failed:
             shutil.rmtree(directory, ignore_errors=True)
         if janitor is not None:
-            release(janitor)
+            janitor.release()

@@ -7,18 +7,19 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def start_in_a_terminal(command: Sequence[str]) -> subprocess.Popen[str]:
+def start_in_a_terminal(command: Sequence[str], env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
     """The command as a shell starts a foreground job: its own process group, which Ctrl-C signals as a
-    whole, with SIGINT at its default (a non-interactive shell's background job would have it ignored)."""
+    whole, with SIGINT at its default (a non-interactive shell's background job would have it ignored). `env`:
+    variables set in that shell (TMPDIR)."""
     return subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
-                            env={**os.environ, "PYTHONPATH": str(REPO)}, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
