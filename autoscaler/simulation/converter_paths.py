@@ -13,9 +13,11 @@ import errno
 import os
 import stat
 import sys
-import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
+
+from autoscaler.simulation.standard_input import STDIN, STDIN_NAME
 
 USAGE_STATUS: Final = 2
 """The status of a refused run, as argparse's and `simulate`'s: the input or the flags were wrong."""
@@ -38,7 +40,13 @@ def why(error: OSError) -> str:
 
 def unreadable(path: Path) -> str | None:
     """Why `path` cannot be read as an input, or None. Stat and access only: nothing is opened, so a pipe named
-    by its path (`<(zcat log.gz)`, `/dev/stdin`) is left as it is for the read."""
+    by its path (`<(zcat log.gz)`, `/dev/stdin`) is left as it is for the read. `-` is standard input, refused
+    only where it is a terminal (nothing piped in: the run would wait, silent, for a CSV to be typed)."""
+    if str(path) == STDIN:
+        if sys.stdin is not None and sys.stdin.isatty():
+            return (f"{STDIN}: {STDIN_NAME} is a terminal: pipe the file into it (zcat log.csv.gz | ...), or give "
+                    "its name")
+        return None
     try:
         mode = os.stat(path).st_mode
     except OSError as error:
@@ -50,22 +58,46 @@ def unreadable(path: Path) -> str | None:
     return None
 
 
+def read_once(paths: Sequence[Path]) -> str | None:
+    """Why the inputs cannot be read as given, or None: standard input is read once, so `-` given twice (or
+    `a=- b=-`) would read the second as empty."""
+    if sum(str(path) == STDIN for path in paths) > 1:
+        return f"{STDIN} given twice: {STDIN_NAME} is read once; save it to a file to give it more than once"
+    return None
+
+
+def _denied(where: Path) -> str:
+    """Why `where` may not be written: a read-only file system says so, anything else is a permission."""
+    try:
+        read_only = bool(os.statvfs(where).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    return os.strerror(errno.EROFS if read_only else errno.EACCES)
+
+
 def unwritable(out: Path) -> str | None:
-    """Why `--out` cannot be written, or None; '-' is standard output. A file is made and removed in its
-    directory, as `simulate` checks its `--out`: a read-only file system or a directory of another user says
-    so here, not after the whole read."""
-    if str(out) == "-":
+    """Why `--out` cannot be written, or None; '-' is standard output. Only what writing needs is checked, and
+    nothing is made or truncated: an existing file must be writable by this user; a pipe or device (`/dev/null`,
+    `/dev/stdout`, bash's `>(gzip > t.gz)` as /dev/fd/63) is opened as it is when written; a new file needs its
+    directory to be there and writable. A file made and removed in the directory to check it refused all of
+    those where the user may not add files to /dev or /dev/fd, or to the directory of a file they may write."""
+    if str(out) == STDIN:
         return None
-    if out.is_dir():
+    try:
+        mode: int | None = os.stat(out).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as error:
+        return f"--out {out}: cannot write: {why(error)}; give a path you can write"
+    if mode is not None and stat.S_ISDIR(mode):
         return f"--out {out}: it is a directory; give a file name ({out / 'trace.csv'})"
+    if mode is not None:
+        if stat.S_ISREG(mode) and not os.access(out, os.W_OK):
+            return f"--out {out}: cannot write: {_denied(out)}; give a path you can write"
+        return None
     folder = out.parent
     if not folder.is_dir():
         return f"--out {out}: no directory {folder}; make it first (mkdir -p {folder}) or give another path"
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as error:
-        return f"--out {out}: cannot write in {folder}: {why(error)}; give a path you can write"
-    if out.exists() and not os.access(out, os.W_OK):
-        return f"--out {out}: cannot write: {os.strerror(errno.EACCES)}; give a path you can write"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"--out {out}: cannot make a file in {folder}: {_denied(folder)}; give a path you can write"
     return None

@@ -23,24 +23,40 @@ from pathlib import Path
 
 import numpy as np
 
-from autoscaler.simulation.converter_paths import refuse, unreadable, unwritable, why
+from autoscaler.simulation.converter_paths import read_once, refuse, unreadable, unwritable, why
 from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.request_log import reading_progress
+from autoscaler.simulation.standard_input import STDIN, STDIN_NAME
 from autoscaler.simulation.trace import Trace, read_csv, write_csv
 from autoscaler.simulation.trace_file import TraceError, open_csv, unpacking
 from autoscaler.simulation.trace_minutes import MANY, MINUTE_S, READ_AS, minute_columns
 
 
 def _check_table(path: Path) -> None:
-    """Refuse a file that is not a per-minute table before reading it all: a trace replays as it is."""
+    """Refuse a file that is not a per-minute table before reading it all: a trace replays as it is. Standard
+    input cannot be looked at twice: a day piped in is checked once read (`_check_read`)."""
+    if str(path) == STDIN:
+        return
     try:
         with unpacking(path), open_csv(path) as fh:  # a damaged gzip: said here, as read_csv says it
             header = next(csv.reader(fh), None)
     except (OSError, UnicodeDecodeError):
         return  # read_csv says what is wrong with it
     if header is None or minute_columns(header) is None:
-        raise TraceError(f"{path}: not a per-minute table (a row per model, then columns named 1, 2, ... for its "
-                         "minutes): it replays as it is with simulate --trace")
+        raise TraceError(_not_a_table(str(path)))
+
+
+def _not_a_table(name: str) -> str:
+    return (f"{name}: not a per-minute table (a row per model, then columns named 1, 2, ... for its minutes): it "
+            "replays as it is with simulate --trace")
+
+
+def _check_read(path: Path, day: Trace) -> Trace:
+    """`day` as read from `path`, refused where it was not read as a per-minute table: a day piped in
+    (`zcat d01.csv.gz | minute_table -`), which `_check_table` could not look at first."""
+    if str(path) == STDIN and not any(note.startswith(READ_AS) for note in day.notes):
+        raise TraceError(_not_a_table(STDIN_NAME))
+    return day
 
 
 def join(days: Sequence[tuple[Path, Trace]]) -> Trace:
@@ -102,7 +118,8 @@ def _parser() -> argparse.ArgumentParser:
                     "Functions' invocations_per_function_md.anon.dNN.csv come), a file a day in the order given, "
                     "into the trace `modelmesh-autoscaler simulate --trace` replays, and keep the busiest models.")
     parser.add_argument("days", nargs="+", type=Path, metavar="DAY.csv",
-                        help="per-minute tables (.csv or .csv.gz), one day each, in time order")
+                        help="per-minute tables (.csv or .csv.gz), one day each, in time order; - reads one from "
+                             "standard input")
     parser.add_argument("--out", type=Path, required=True, help="trace CSV to write")
     parser.add_argument("--top", type=int, default=None, metavar="N",
                         help="keep the N models with the most requests over all days (default: every model)")
@@ -116,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.top is not None and args.top < 1:
         parser.error(f"--top must be 1 or more, got {args.top}")
     # A path that cannot be read or written is said before the days are read (converter_paths)
-    for problem in (*(unreadable(path) for path in args.days), unwritable(args.out)):
+    for problem in (*(unreadable(path) for path in args.days), read_once(args.days), unwritable(args.out)):
         if problem is not None:
             return refuse(parser.prog, problem)
     if (overwritten := day_written_over(args.out, args.days)) is not None:
@@ -127,12 +144,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     passes = 1 if args.top is None else 2
     reading = None if args.quiet else reading_progress(list(args.days) * passes)
     seen = 0
+    piped: list[Trace] = []  # a day piped in, read once: the second pass of --top takes it from here
 
     def day_of(path: Path) -> Trace:
         nonlocal seen
         progress = None if reading is None else reading(seen)
         seen += 1
-        return read_csv(path, None if progress is None else lambda done, _: progress(done), all_zero_ok=True)
+        if str(path) == STDIN and piped:
+            return piped[0]
+        day = _check_read(path, read_csv(path, None if progress is None else lambda done, _: progress(done),
+                                         all_zero_ok=True))
+        if str(path) == STDIN:
+            piped.append(day)
+        return day
 
     try:
         for path in args.days:

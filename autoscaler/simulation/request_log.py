@@ -15,19 +15,22 @@ bytes of the inputs: 3 million requests take half a minute, which without a word
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import io
 import math
 import os
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Final, TextIO
+from typing import Final, TextIO, cast
 
 import numpy as np
 
-from autoscaler.simulation.converter_paths import refuse, unreadable, unwritable, why
+from autoscaler.simulation.converter_paths import read_once, refuse, unreadable, unwritable, why
 from autoscaler.simulation.progress_bar import ProgressBar
+from autoscaler.simulation.standard_input import STDIN, STDIN_NAME
 from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, parse_time, seconds_text
 from autoscaler.simulation.trace import PROGRESS_ROWS
 from autoscaler.simulation.trace_file import (
@@ -90,33 +93,43 @@ def read_requests(path: Path, model: str | None, timestamp_column: str | None,
     of numeric timestamps, a key of UNITS. `progress(done)`: bytes of the file read so far (compressed ones
     for `.gz`), every `PROGRESS_ROWS` rows. A file that is not UTF-8 (Excel's code page), or a gzip cut
     short, was a traceback."""
+    piped = str(path) == STDIN
+    shown = STDIN_NAME if piped else str(path)
     try:
-        with unpacking(path):
-            yield from _requests(path, model, timestamp_column, model_column, unit, progress)
+        with unpacking(shown):
+            yield from _requests(path, shown, model, timestamp_column, model_column, unit, progress)
     except UnicodeDecodeError as exc:
-        raise TraceError(not_utf8(str(path))) from exc
+        raise TraceError(f"{shown}: not UTF-8 text: save it as CSV UTF-8" if piped else not_utf8(shown)) from exc
 
 
-def _requests(path: Path, model: str | None, timestamp_column: str | None, model_column: str | None,
+def _opened(path: Path) -> contextlib.AbstractContextManager[io.BufferedReader]:
+    """The file at `path`, or standard input for `-` (`zcat log.csv.gz | request_log --model-column model -`),
+    left open for the rest of the run."""
+    if str(path) == STDIN:
+        return contextlib.nullcontext(cast(io.BufferedReader, sys.stdin.buffer))
+    return open(path, "rb")
+
+
+def _requests(path: Path, shown: str, model: str | None, timestamp_column: str | None, model_column: str | None,
               unit: str, progress: Callable[[int], None] | None) -> Iterator[tuple[float, str]]:
-    with open(path, "rb") as raw:  # as `open_csv` opens it, its byte position at hand for `progress`
+    with _opened(path) as raw:  # as `open_csv` opens it, its byte position at hand for `progress`
         # a pipe named by its path (`m=/dev/stdin`, `<(zcat log.gz)`) cannot seek back (`with_head`), nor say where
         # it is (its bar stays at its start)
         regular = known_size(raw) is not None
         head, stream_of = with_head(raw)
         with text_of(stream_of, gzipped(str(path), head)) as stream:
-            yield from _rows(csv.reader(stream), path, model, timestamp_column, model_column, unit,
+            yield from _rows(csv.reader(stream), shown, model, timestamp_column, model_column, unit,
                              None if progress is None or not regular else lambda: progress(raw.tell()))
 
 
-def _rows(rows: Iterator[list[str]], path: Path, model: str | None, timestamp_column: str | None,
+def _rows(rows: Iterator[list[str]], path: str, model: str | None, timestamp_column: str | None,
           model_column: str | None, unit: str, report: Callable[[], None] | None) -> Iterator[tuple[float, str]]:
     header = next(rows, None)
     if header is None:
         raise TraceError(f"{path}: empty file; expected a header row")
-    at = _column(header, timestamp_column, DEFAULT_TIMESTAMP_COLUMNS, "timestamp", str(path))
+    at = _column(header, timestamp_column, DEFAULT_TIMESTAMP_COLUMNS, "timestamp", path)
     # Several columns name a model together (Azure Functions' 2021 trace: a func id is unique within its app)
-    which = None if model_column is None else [_column(header, column.strip(), (), "model", str(path))
+    which = None if model_column is None else [_column(header, column.strip(), (), "model", path)
                                                for column in model_column.split(",")]
     for line, row in enumerate(rows, start=2):
         if not row:
@@ -179,7 +192,7 @@ def _parser() -> argparse.ArgumentParser:
                     "`modelmesh-autoscaler simulate --trace` replays.")
     parser.add_argument("inputs", nargs="+", metavar="MODEL=FILE | FILE",
                         help="CSV files (.csv or .csv.gz) with a header; MODEL=FILE names the model of every row "
-                             "of FILE, or give plain FILEs with --model-column")
+                             "of FILE, or give plain FILEs with --model-column; - reads standard input")
     parser.add_argument("--out", type=Path, required=True, help="trace CSV to write ('-' for standard output)")
     parser.add_argument("--interval", type=float, default=1.0,
                         help=f"interval in seconds, {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g} (default 1)")
@@ -241,7 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"{item!r}: give MODEL=FILE without --model-column, or FILE with it")
     # A path that cannot be read or written is said before the inputs are read, which takes half a minute for
     # a 105 MB log (converter_paths)
-    for problem in (*(unreadable(path) for _, path in sources), unwritable(args.out)):
+    for problem in (*(unreadable(path) for _, path in sources), read_once([path for _, path in sources]),
+                    unwritable(args.out)):
         if problem is not None:
             return refuse(parser.prog, problem)
     reading = None if args.quiet else reading_progress([path for _, path in sources])

@@ -44,6 +44,8 @@ from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.scrape_times import scatter_problem
 from autoscaler.simulation.shapes import SHAPE_PRESETS, Shape
 from autoscaler.simulation.silent_models import silent_model_notes
+from autoscaler.simulation.standard_input import STDIN as STDIN  # its importers keep their import
+from autoscaler.simulation.standard_input import STDIN_NAME as STDIN_NAME
 from autoscaler.simulation.synthetic_size import check_synthetic_size
 from autoscaler.simulation.timestamps import moment_text, seconds_text, zoneless
 from autoscaler.simulation.trace_checks import (
@@ -190,10 +192,6 @@ class Buckets(Sequence[Bucket]):
         return (self[i] for i in range(len(self)))
 
 
-STDIN: Final = "-"
-"""The trace name that reads standard input (`--trace -`)."""
-STDIN_NAME: Final = "standard input"
-"""How errors and the report name a trace read from standard input."""
 
 
 def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] | None = None, *,

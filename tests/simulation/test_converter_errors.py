@@ -4,12 +4,18 @@ cannot be read or written said before anything is read."""
 from __future__ import annotations
 
 import os
+import shutil
+import site
 import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.simulation.runs import run_module
+from autoscaler.simulation.trace import read_csv
+from tests.simulation.runs import REPO, run_module
 
 REQUEST_LOG = "autoscaler.simulation.request_log"
 MINUTE_TABLE = "autoscaler.simulation.minute_table"
@@ -61,3 +67,125 @@ def test_a_data_error_is_one_line_and_status_2(tmp_path: Path) -> None:
     said = refusal(run_module(REQUEST_LOG, "--model-column", "model", log, "--out", tmp_path / "t.csv", "--quiet"),
                    REQUEST_LOG)
     assert said == "no requests in the inputs"
+
+
+DAY = "HashOwner,HashApp,HashFunction,Trigger,1,2,3\no,a,f-a,http,2,0,3\no,b,f-b,timer,1,1,1\n"
+"""A per-minute table of three minutes: f-a 5 requests, f-b 3."""
+LOG = "timestamp,model\n0,a\n0.5,b\n1,a\n"
+"""A request log of three requests."""
+
+
+def piped(module: str, *args: str | Path, text: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """`printf TEXT | python -m module *args`, from the repository root unless `cwd`."""
+    return subprocess.run([sys.executable, "-m", module, *map(str, args)], input=text, capture_output=True,
+                          text=True, cwd=cwd, timeout=60)
+
+
+@pytest.mark.parametrize("top", [[], ["--top", "1"]])
+def test_minute_table_reads_a_day_piped_in_as_dash(tmp_path: Path, top: list[str]) -> None:
+    """`zcat d01.csv.gz | minute_table - --out t.csv` worked, then was refused "-: cannot read: No such file or
+    directory" (or read a file named `-` where one was). With --top the day, read twice from a file, is read
+    once from the pipe."""
+    (tmp_path / "-").write_text("not,a,table\n")  # a file named `-` in the working directory is not read
+    out = tmp_path / "t.csv"
+    result = piped(MINUTE_TABLE, "-", "--out", out, "--quiet", *top, text=DAY, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"-> {out} (60 s intervals)" in result.stderr, result.stderr
+    trace = read_csv(out)
+    assert trace.total_requests == (5 if top else 8) and len(trace.models) == (1 if top else 2)
+
+
+def test_minute_table_refuses_a_piped_trace_that_is_not_a_table_and_dash_twice(tmp_path: Path) -> None:
+    said = refusal(piped(MINUTE_TABLE, "-", "--out", tmp_path / "t.csv", "--quiet",
+                         text="timestamp_s,model,requests\n0,a,1\n"), MINUTE_TABLE)
+    assert said.startswith("standard input: not a per-minute table"), said
+    said = refusal(piped(MINUTE_TABLE, "-", "-", "--out", tmp_path / "t.csv", "--quiet", text=DAY), MINUTE_TABLE)
+    assert said == "- given twice: standard input is read once; save it to a file to give it more than once"
+
+
+def test_request_log_reads_a_log_piped_in_as_dash(tmp_path: Path) -> None:
+    out = tmp_path / "t.csv"
+    result = piped(REQUEST_LOG, "--model-column", "model", "-", "--out", out, "--quiet", text=LOG)
+    assert result.returncode == 0, result.stderr
+    assert read_csv(out).total_requests == 3
+    result = piped(REQUEST_LOG, "m=-", "--out", "-", "--quiet", text=LOG)
+    assert result.returncode == 0 and result.stdout.startswith("timestamp_s,model,requests\n"), result.stderr
+    said = refusal(piped(REQUEST_LOG, "--model-column", "model", "-", "--out", out, "--quiet",
+                         text="timestamp,model\nx,a\n"), REQUEST_LOG)
+    assert said.startswith("standard input, line 2: "), said
+
+
+@pytest.mark.parametrize("module", [REQUEST_LOG, MINUTE_TABLE])
+def test_an_out_of_dev_fd_is_written(tmp_path: Path, module: str) -> None:
+    """`--out >(gzip > t.gz)` names /dev/fd/N, a directory no file can be made in: refused "cannot write in
+    /dev/fd", where it wrote. The pipe here is the parent's, its reading end read after the run."""
+    day = tmp_path / "in.csv"
+    day.write_text(LOG if module == REQUEST_LOG else DAY)
+    given = [f"m={day}"] if module == REQUEST_LOG else [str(day)]
+    read, write = os.pipe()
+    with os.fdopen(read) as reader:
+        result = subprocess.run([sys.executable, "-m", module, *given, "--out", f"/dev/fd/{write}", "--quiet"],
+                                capture_output=True, text=True, cwd=REPO, timeout=60, pass_fds=(write,))
+        os.close(write)
+        written = reader.read()
+    assert result.returncode == 0, result.stderr
+    assert written.startswith("timestamp_s,model,requests\n"), written
+
+
+def as_a_user(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`python -m *args` as a user who is not root (root writes wherever it likes): as nobody where the tests
+    run as root, with the system's Python (the venv's is under /root) and the venv's packages."""
+    command = [sys.executable, "-m", *map(str, args)]
+    if os.geteuid() == 0:
+        system = Path("/usr/bin/python3")
+        assert shutil.which("runuser") and system.exists(), "runuser and /usr/bin/python3 to run as nobody"
+        packages = ":".join([str(REPO), *site.getsitepackages()])
+        command = ["runuser", "-u", "nobody", "--", "env", f"PYTHONPATH={packages}", str(system), *command[1:]]
+    printed = cwd / "stdout"  # theirs to write: a pipe of root's is not, reopened as /dev/stdout
+    printed.touch(0o666)
+    printed.chmod(0o666)
+    with printed.open("w") as stdout:
+        return subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, text=True, cwd=cwd, timeout=60)
+
+
+@pytest.fixture
+def shared_path() -> Iterator[Path]:
+    """A directory under /tmp that another user may enter (pytest's tmp_path is under a directory of root's)."""
+    made = Path(tempfile.mkdtemp(prefix="convert-"))
+    made.chmod(0o755)
+    yield made
+    for inside in made.rglob("*"):
+        inside.chmod(0o755 if inside.is_dir() else 0o644)
+    shutil.rmtree(made)
+
+
+@pytest.mark.parametrize("module", [REQUEST_LOG, MINUTE_TABLE])
+def test_an_out_a_user_may_write_is_written_where_they_cannot_make_files(shared_path: Path, module: str) -> None:
+    """A file was made and removed in --out's directory to check it: /dev/null, /dev/stdout and an existing
+    file the user may write, in a directory they may not add to, were refused "cannot write in ...: Permission
+    denied". A new file there is still refused before the input is read."""
+    tmp_path = shared_path
+    day = tmp_path / "in.csv"
+    day.write_text(LOG if module == REQUEST_LOG else DAY)
+    given = f"m={day}" if module == REQUEST_LOG else str(day)
+    day.chmod(0o644)
+    shut = tmp_path / "ro"
+    shut.mkdir()
+    kept = shut / "t.csv"
+    kept.write_text("old\n")
+    kept.chmod(0o666)
+    shut.chmod(0o755)
+    for out in ("/dev/null", "/dev/stdout", kept):
+        result = as_a_user(module, given, "--out", out, "--quiet", cwd=tmp_path)
+        assert result.returncode == 0, (out, result.stderr)
+        if out == "/dev/stdout":
+            assert (tmp_path / "stdout").read_text().startswith("timestamp_s,model,requests\n")
+    assert kept.read_text().startswith("timestamp_s,model,requests\n")
+    kept.chmod(0o644)
+    kept.write_text("old\n")
+    for out, why in ((kept, f"--out {kept}: cannot write: Permission denied; give a path you can write"),
+                     (shut / "new.csv", f"--out {shut / 'new.csv'}: cannot make a file in {shut}: Permission "
+                                        "denied; give a path you can write")):
+        said = refusal(as_a_user(module, given, "--out", out, "--quiet", cwd=tmp_path), module)
+        assert said == why, said
+    assert kept.read_text() == "old\n"  # not truncated by the check
