@@ -84,7 +84,8 @@ def _connect_said(error: aiohttp.ClientConnectorError) -> str:
     cause = error.os_error
     words = (os.strerror(cause.errno) if cause.errno is not None and cause.errno > 0
              else cause.strerror or str(cause) or type(cause).__name__)  # a name's lookup: gaierror's own words
-    return f"cannot connect to {error.host}:{error.port}: {words}"
+    host = f"[{error.host}]" if ":" in error.host else error.host  # an IPv6 address, as a URL writes it
+    return f"cannot connect to {host}:{error.port}: {words}"
 
 
 def _redirects_said(error: aiohttp.TooManyRedirects) -> str:

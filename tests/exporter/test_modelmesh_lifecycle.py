@@ -510,21 +510,24 @@ async def test_an_https_url_to_a_plain_port_that_hangs_up_is_named_in_the_log(
     assert "(tls)" in line and "use an http:// URL in --modelmesh-url" in line and "metrics.scheme" in line, line
 
 
-@pytest.mark.parametrize("scheme", ["http", "https"])
+@pytest.mark.parametrize(("scheme", "family", "host"), [("http", socket.AF_INET, "127.0.0.1"),
+                                                        ("https", socket.AF_INET, "127.0.0.1"),
+                                                        ("http", socket.AF_INET6, "[::1]")])
 async def test_a_refused_connection_is_logged_as_its_host_port_and_the_os_error(
-    scheme: str, caplog: pytest.LogCaptureFixture,
+    scheme: str, family: socket.AddressFamily, host: str, caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Nothing listening on the port (ModelMesh not started yet, a wrong port): the log said aiohttp's "Cannot
     connect to host 127.0.0.1:21999 ssl:default [Connect call failed ...]", whose `ssl:default` on an http:// URL
-    read as a TLS problem. A socket bound and not listening refuses, and holds the port for the test."""
-    with socket.socket() as bound:
-        bound.bind(("127.0.0.1", 0))
+    read as a TLS problem. A socket bound and not listening refuses, and holds the port for the test. An IPv6
+    address keeps its brackets, as in the URL: "::1:21012" read as a port of ::1 or of an address :1:21012."""
+    with socket.socket(family) as bound:
+        bound.bind((host.strip("[]"), 0))
         port = bound.getsockname()[1]
         clock = Clock()
-        collector = ModelMeshCollector(CollectorHealth(clock=clock), f"{scheme}://127.0.0.1:{port}/metrics",
+        collector = ModelMeshCollector(CollectorHealth(clock=clock), f"{scheme}://{host}:{port}/metrics",
                                        ssl_context=False, clock=clock)
         line = await failed_read_line(collector, caplog)
-    assert f"cannot connect to 127.0.0.1:{port}: Connection refused" in line and "(connect)" in line, line
+    assert f"cannot connect to {host}:{port}: Connection refused" in line and "(connect)" in line, line
     assert "ssl" not in line.lower().replace(f"{scheme}://", ""), line
 
 
