@@ -29,6 +29,7 @@ from typing import Final, TextIO, cast
 import numpy as np
 
 from autoscaler.simulation.converter_paths import read_once, refuse, unreadable, unwritable, why
+from autoscaler.simulation.header_advice import REQUEST_LOG_TIME_NAMES
 from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.standard_input import STDIN, STDIN_NAME
 from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, parse_time, seconds_text
@@ -46,7 +47,7 @@ from autoscaler.simulation.trace_file import (
     with_head,
 )
 
-DEFAULT_TIMESTAMP_COLUMNS: Final = ("timestamp", "time", "ts", "timestamp_s")
+DEFAULT_TIMESTAMP_COLUMNS: Final = REQUEST_LOG_TIME_NAMES  # the advice that names this converter knows them
 """Column names taken as the request's time when `--timestamp-column` is not given (case-insensitive)."""
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import itertools
 import math
 import os
 import sys
@@ -255,7 +256,11 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[int], None] |
         table = read_minutes(numbered, header[1], span, name, report, all_zero_ok=all_zero_ok)
         return Trace(table.models, 0.0, MINUTE_S, table.minutes, table.slot, table.model, table.requests,
                      table.notes)
-    at_time, at_model, at_requests, others = columns(header[1] if header else None, name)
+    first = next(numbered, None)  # tells a refused header's advice which columns hold numbers
+    at_time, at_model, at_requests, others = columns(header[1] if header else None, name,
+                                                     None if first is None else first[1])
+    if first is not None:
+        numbered = itertools.chain((first,), numbered)
     width = len(header[1]) if header else 0
     # Packed arrays, not lists of Python objects: 32 bytes a row rather than 250 (a 2 GB export fits in memory)
     times, counts, models, lines = array("d"), array("d"), array("q"), array("q")

@@ -332,9 +332,10 @@ def not_utf8(name: str) -> str:
     return f"{name}: not UTF-8 text: save it as CSV UTF-8"
 
 
-def columns(header: list[str] | None, name: str) -> tuple[int, int, int, tuple[str, ...]]:
+def columns(header: list[str] | None, name: str, row: list[str] | None = None) -> tuple[int, int, int, tuple[str, ...]]:
     """Where timestamp_s, model and requests are in the header row, and the other columns, in words: exports
-    keep columns a trace does not need (pandas its index, unnamed), which are left out."""
+    keep columns a trace does not need (pandas its index, unnamed), which are left out. `row`, the first after
+    the header, tells the advice of a refusal which columns hold numbers (`header_advice`)."""
     if header is None:
         raise TraceError(f"{name}: empty file; expected the header {','.join(HEADER)}")
     found = [h.strip().lower() for h in header]
@@ -345,8 +346,8 @@ def columns(header: list[str] | None, name: str) -> tuple[int, int, int, tuple[s
     problems = [f"missing {column}" for column in HEADER if column not in found]
     problems += [f"{column} listed twice" for column in HEADER if found.count(column) > 1]
     if problems:
-        advice = header_advice(header, name) or ("or a per-minute table: a row per model, then columns named 1, 2, "
-                                                 "... for its minutes")
+        advice = header_advice(header, name, row) or ("or a per-minute table: a row per model, then columns named "
+                                                      "1, 2, ... for its minutes")
         raise TraceError(f"{name}: line 1: expected the header {','.join(HEADER)} (in any order, other columns "
                          f"left out), got {','.join(header)!r}: {'; '.join(problems)}; {advice}")
     at_time, at_model, at_requests = (found.index(column) for column in HEADER)
