@@ -120,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("days", nargs="+", type=Path, metavar="DAY.csv",
                         help="per-minute tables (.csv or .csv.gz), one day each, in time order; - reads one from "
                              "standard input")
-    parser.add_argument("--out", type=Path, required=True, help="trace CSV to write")
+    parser.add_argument("--out", type=Path, required=True, help="trace CSV to write ('-' for standard output)")
     parser.add_argument("--top", type=int, default=None, metavar="N",
                         help="keep the N models with the most requests over all days (default: every model)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -196,11 +196,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if kept is not None and args.top < models:
         print(f"kept the {args.top:,} busiest of {models:,} models: {trace.total_requests:,.0f} of {total:,.0f} "
               f"requests ({100 * trace.total_requests / total:.1f}%)", file=sys.stderr)
+    to_stdout = str(args.out) == STDIN  # as request_log's --out -: a file named `-` was written
     try:
-        write_csv(trace, args.out)
+        write_csv(trace, sys.stdout if to_stdout else args.out)
     except OSError as exc:
         return refuse(parser.prog, f"--out {args.out}: cannot write: {why(exc)}")
-    print(f"{len(trace.models):,} models -> {args.out} (60 s intervals)", file=sys.stderr)
+    print(f"{len(trace.models):,} models -> {'standard output' if to_stdout else args.out} (60 s intervals)",
+          file=sys.stderr)
     return 0
 
 

@@ -33,7 +33,7 @@ import sys
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Final, cast, overload
+from typing import Final, TextIO, cast, overload
 
 import numpy as np
 
@@ -532,19 +532,27 @@ def _snapped(t: np.ndarray) -> np.ndarray | None:
     return None if np.array_equal(snapped, t) else snapped
 
 
-def write_csv(trace: Trace, path: str | os.PathLike[str]) -> None:
+def write_csv(trace: Trace, path: str | os.PathLike[str] | TextIO) -> None:
     """Write a trace in the format `read_csv` reads, so that it reads back as it was: every row, those of 0 too
     (a row of 0 is how a trace states its step: "add a row of 0 requests for model M at T"; dropped, a 1 s trace
     of clients at their own seconds was refused when read again), and a row of 0 in each of the first two
     intervals where one model needs it to come at both (a trace whose first requests come an hour apart was read
-    back as starting there, at a step of an hour)."""
+    back as starting there, at a step of an hour). `path` may be a stream already open (standard output), left
+    open."""
+    if not isinstance(path, str | os.PathLike):
+        _write_rows(trace, path)
+        return
     with open(path, "w", newline="", encoding="utf-8") as fh:
-        out = csv.writer(fh)
-        out.writerow(HEADER)
-        for s, m in _step_pins(trace):
-            out.writerow((seconds_text(trace.start_s + s * trace.interval_s), trace.models[m], "0"))
-        for s, m, r in zip(trace.slot.tolist(), trace.model.tolist(), trace.requests.tolist(), strict=True):
-            out.writerow((seconds_text(trace.start_s + s * trace.interval_s), trace.models[m], f"{r:.17g}"))
+        _write_rows(trace, fh)
+
+
+def _write_rows(trace: Trace, fh: TextIO) -> None:
+    out = csv.writer(fh)
+    out.writerow(HEADER)
+    for s, m in _step_pins(trace):
+        out.writerow((seconds_text(trace.start_s + s * trace.interval_s), trace.models[m], "0"))
+    for s, m, r in zip(trace.slot.tolist(), trace.model.tolist(), trace.requests.tolist(), strict=True):
+        out.writerow((seconds_text(trace.start_s + s * trace.interval_s), trace.models[m], f"{r:.17g}"))
 
 
 def _step_pins(trace: Trace) -> list[tuple[int, int]]:

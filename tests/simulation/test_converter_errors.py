@@ -189,3 +189,31 @@ def test_an_out_a_user_may_write_is_written_where_they_cannot_make_files(shared_
         said = refusal(as_a_user(module, given, "--out", out, "--quiet", cwd=tmp_path), module)
         assert said == why, said
     assert kept.read_text() == "old\n"  # not truncated by the check
+
+
+@pytest.mark.parametrize(("module", "given"), [(REQUEST_LOG, ["--model-column", "model", "-"]), (MINUTE_TABLE, ["-"])])
+def test_dash_with_a_terminal_for_standard_input_is_refused_not_waited_on(tmp_path: Path, module: str,
+                                                                          given: list[str]) -> None:
+    """`-` typed with nothing piped in: the converter would wait, silent, for a CSV to be typed."""
+    controller, terminal = os.openpty()
+    try:
+        result = subprocess.run([sys.executable, "-m", module, *given, "--out", str(tmp_path / "t.csv"), "--quiet"],
+                                stdin=terminal, capture_output=True, text=True, cwd=REPO, timeout=20)
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    said = refusal(result, module)
+    assert said.startswith("-: standard input is a terminal: pipe the file into it"), said
+
+
+def test_minute_table_writes_standard_output_for_out_dash(tmp_path: Path) -> None:
+    """`--out -` wrote a file named `-` in the working directory, where request_log's writes standard output."""
+    day = tmp_path / "d.csv"
+    day.write_text(DAY)
+    result = subprocess.run([sys.executable, "-m", MINUTE_TABLE, str(day), "--out", "-", "--quiet"],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "-").exists()
+    (tmp_path / "t.csv").write_text(result.stdout)
+    assert read_csv(tmp_path / "t.csv").total_requests == 8
+    assert "2 models -> standard output (60 s intervals)" in result.stderr, result.stderr
