@@ -32,6 +32,11 @@ from autoscaler.simulation.trace_file import TraceError, open_csv, unpacking
 from autoscaler.simulation.trace_minutes import MANY, MINUTE_S, READ_AS, minute_columns
 
 
+def shown(path: Path) -> str:
+    """How a message names a day: `-` as standard input."""
+    return STDIN_NAME if str(path) == STDIN else str(path)
+
+
 def _check_table(path: Path) -> None:
     """Refuse a file that is not a per-minute table before reading it all: a trace replays as it is. Standard
     input cannot be looked at twice: a day piped in is checked once read (`_check_read`)."""
@@ -66,8 +71,8 @@ def join(days: Sequence[tuple[Path, Trace]]) -> Trace:
     slots, models, counts = [], [], []
     for at, (path, day) in enumerate(days):
         if day.intervals != first.intervals:
-            raise TraceError(f"{path}: {day.intervals} minute columns, but {first_path} has {first.intervals}: each "
-                             "file must be one day of the same length, given in order")
+            raise TraceError(f"{shown(path)}: {day.intervals} minute columns, but {shown(first_path)} has "
+                             f"{first.intervals}: each file must be one day of the same length, given in order")
         renumber = np.array([index.setdefault(name, len(index)) for name in day.models], dtype=np.int64)
         slots.append(day.slot + at * first.intervals)
         models.append(renumber[day.model])
@@ -167,7 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.top is not None:
             for path in args.days:
                 day = day_of(path)
-                notes += [f"{path}: {note}" for note in day.notes if not note.startswith(READ_AS) and MANY not in note]
+                notes += [f"{shown(path)}: {note}" for note in day.notes
+                          if not note.startswith(READ_AS) and MANY not in note]
                 for name, total in zip(day.models, np.bincount(day.model, weights=day.requests,
                                                                minlength=len(day.models)).tolist(), strict=True):
                     totals[name] = totals.get(name, 0.0) + total
@@ -176,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for path in args.days:
             day = day_of(path)
             if kept is None:
-                notes += [f"{path}: {note}" for note in day.notes if not note.startswith(READ_AS)]
+                notes += [f"{shown(path)}: {note}" for note in day.notes if not note.startswith(READ_AS)]
             days.append((path, day if kept is None else only(day, kept)))
         if reading is not None:
             reading(seen)(0)

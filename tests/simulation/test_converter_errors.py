@@ -101,6 +101,11 @@ def test_minute_table_refuses_a_piped_trace_that_is_not_a_table_and_dash_twice(t
     assert said.startswith("standard input: not a per-minute table"), said
     said = refusal(piped(MINUTE_TABLE, "-", "-", "--out", tmp_path / "t.csv", "--quiet", text=DAY), MINUTE_TABLE)
     assert said == "- given twice: standard input is read once; save it to a file to give it more than once"
+    first = tmp_path / "d01.csv"
+    first.write_text(DAY)
+    said = refusal(piped(MINUTE_TABLE, first, "-", "--out", tmp_path / "t.csv", "--quiet",
+                         text="HashOwner,HashApp,HashFunction,Trigger,1,2\no,a,f-a,http,2,0\n"), MINUTE_TABLE)
+    assert said.startswith(f"standard input: 2 minute columns, but {first} has 3: "), said
 
 
 def test_request_log_reads_a_log_piped_in_as_dash(tmp_path: Path) -> None:
