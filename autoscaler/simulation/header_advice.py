@@ -40,6 +40,7 @@ def _one(names: Sequence[str], fits: tuple[str, ...]) -> str | None:
 
 
 def _number(text: str) -> bool:
+    """Whether a cell reads as a number, as a count or a rate does (a status code too: the advice is an if)."""
     try:
         float(text)
     except ValueError:
