@@ -24,7 +24,7 @@ from autoscaler.model import PodSample
 from autoscaler.policies import copies_in_use
 from autoscaler.policies.bounded_cache import stored
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.power_mean import power_mean, power_mean_bounded, rate_summary
+from autoscaler.policies.power_mean import power_mean_bounded, rate_summary
 from autoscaler.policies.ranking import ReadyTerms
 from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state, lru_age, oldest_fresh
 from autoscaler.policies.signals import (
@@ -46,8 +46,9 @@ from autoscaler.policies.signals import (
     state_table,
 )
 from autoscaler.policies.slots import slot_builder
+from autoscaler.policies.unready_pods import NOT_READY_HOLD_S
 
-__all__ = ["Aggregate", "aggregate", "scan_pods", "set_models_in_use"]
+__all__ = ["HELD_SAMPLE_S", "Aggregate", "aggregate", "scan_pods", "set_models_in_use"]
 
 T = TypeVar("T")
 
@@ -55,6 +56,13 @@ _INF: Final = math.inf
 
 PodSignals = tuple[tuple[tuple[str, str], ...], ...]
 """`Aggregate.pod_signals`: per pod, (signal, state) for each signal."""
+
+HELD_SAMPLE_S: Final = NOT_READY_HOLD_S
+"""How old a stale Ready pod's last sample may be and still stand in for it in the power means and the terms' n
+(`Aggregate.gpu_pods`): as long as a pod that stopped being Ready still holds values, five minutes. A sample
+that old is still the pod's likely state; an older one is not (after an adapter restart, a 3-hour-old sample of
+a hot pod set the runtime's values for as long as its exporter stayed down), and the pod is left out, the hold
+rules keeping the values from falling."""
 
 _LOAD_FRESH: Final = tuple(bool(code & LOAD_TIME_FRESH) for code in range(NOT_READY + 1))
 """Whether a pod's load time is fresh (`Aggregate.fresh`), by state code."""
@@ -66,8 +74,9 @@ class Aggregate:
 
     Per-pod tuples follow the order of the pods given to `aggregate`. `n` counts the Ready pods with fresh
     load data (the ModelMesh collector); each signal's own count is in `signals`: pods we cannot see never
-    add invented load. A stale pod is seen at its last good sample, and counts at those values in the means
-    and the cache question (`gpu_pods`, `rate_pods`, `cache_pods`): a gap neither raises nor lowers them.
+    add invented load. A stale pod is seen at its last good sample, and counts at those values in the means while
+    that sample is recent (`HELD_SAMPLE_S`; `gpu_pods`, `rate_pods`): a gap neither raises nor lowers them. In the
+    cache question it counts only in the term's n (`cache_pods`): its last room is no evidence of room now.
     """
 
     pods: tuple[PodSample, ...]  # the input pods (valid already: `PodSample`)
@@ -111,13 +120,16 @@ class Aggregate:
     # copies served within it: the cache term holds (`recommend`) and the view warns (`decide`).
     recency_horizon_s: float | None = None
     # How many pods the power means `gpu_busy` and `request_rate` are taken over: the Ready pods with the signal
-    # fresh, and those whose signal is held (stale, with a last good value in their sample), counted at that value
-    # (docs/design.md, Missing data). So `gpu_pods x gpu_busy` and `rate_pods x request_rate` are the terms'
-    # `n x M_p`, and a gap neither lowers nor raises them: left out, nine idle pods of twenty raised M_p(b) by 12%.
+    # fresh, and those whose signal is held (stale, with a last good value in their sample no older than
+    # `HELD_SAMPLE_S`), counted at that value (docs/design.md, Missing data). So `gpu_pods x gpu_busy` and
+    # `rate_pods x request_rate` are the terms' `n x M_p`, and a gap neither lowers nor raises them: left out, nine
+    # idle pods of twenty raised M_p(b) by 12%. `weights` are the shares over the same pods.
     gpu_pods: int = 0
     rate_pods: int = 0
-    # Likewise the Ready pods the cache pressure is judged over (one with room settles it, the oldest LRU age of the
-    # full ones sets it): those with cache signals fresh, and the stale ones at their last cache state.
+    # The n of the cache term (`n x min(cap, cache_pressure)`): the Ready pods with cache signals fresh, and the
+    # stale ones with a recent last cache state. Only the fresh ones answer the cache question (one with room settles
+    # it, the oldest LRU age of the full ones sets it): a stale pod's last room may have filled since, and taken as
+    # room it pinned the pressure at 0 while the fresh pods evicted copies used 30 s before.
     cache_pods: int = 0
 
 
@@ -172,13 +184,15 @@ def scan_pods(
     # count of the GPU signal is the length of `gpu`).
     no_queue = no_cache = no_rate = 0
     gpu_absent = 0  # fresh pods whose exporter has no GPU collector (`signals.ABSENT`)
-    gpu: list[float] = []  # the fresh GPU busy of the pods that have it
-    # The last good GPU busy and request rate of the Ready pods whose signal is held (stale): counted in the power
-    # means at that value, after the fresh ones (`Aggregate.gpu_pods`). Rare: most refreshes leave them empty.
-    held_gpu: list[float] = []
-    held_rps: list[float] = []
-    held_caches = 0  # stale Ready pods whose last cache state counts (`Aggregate.cache_pods`)
-    rps: list[float] = []  # one per pod: its fresh request rate, or 0.0 when it has none (`rate_summary`)
+    gpu: list[float] = []  # the fresh GPU busy of the pods that have it, and the held ones (`held_g`)
+    # The Ready pods whose GPU busy or request rate is held (stale) at a last good value taken since `held_from`
+    # (`HELD_SAMPLE_S`): counted in the power means at that value, in `gpu` and `rps` (`Aggregate.gpu_pods`).
+    # Rare: most refreshes count none.
+    held_from = now - HELD_SAMPLE_S
+    held_g = held_r = 0
+    held_caches = 0  # stale Ready pods with a recent last cache state: in the cache term's n (`Aggregate.cache_pods`)
+    # One per pod: its fresh (or held) request rate, or 0.0 when none counts (`rate_summary`)
+    rps: list[float] = []
     excess = 0.0
     saturated = 0
     oldest = inf  # None unless some signal is used
@@ -188,7 +202,7 @@ def scan_pods(
     # What the need terms see on Ready pods that the fresh ones above do not show (`ReadyTerms`).
     rated = gpus = caches = models = False
     top_rate = 0.0
-    # The bounds of the fresh GPU busy and request rates, as `power_mean` would find them (`power_mean_bounded`).
+    # The bounds of the counted GPU busy and request rates, as `power_mean` would find them (`power_mean_bounded`).
     gpu_top = rps_top = 0.0
     gpu_low = rps_low = inf
     # The per-model use of the Ready pods with fresh load data, and their capacities (`Aggregate.models_in_use`):
@@ -280,8 +294,14 @@ def scan_pods(
                 code = 0  # the GPU's time is stale: no GPU bit
                 if b is not None:
                     gpus = True
-                    if gt is not None:  # a last good reading (a pod never read has none: nothing to count)
-                        held_gpu.append(b)
+                    # A recent last good reading counts (a pod never read has none; `gt` None or NaN fails)
+                    if gt is not None and gt >= held_from:
+                        gpu.append(b)
+                        held_g += 1
+                        if b > gpu_top:
+                            gpu_top = b
+                        if b < gpu_low:
+                            gpu_low = b
                     # A stale reading holds what uses the GPU, which then stands on that reading too.
                     if gt is not None and -inf < gt < held_at:  # (a stamp that is not a time: none to tell)
                         held_at = gt
@@ -328,30 +348,30 @@ def scan_pods(
                     oldest = t  # type: ignore[assignment]
             else:
                 stale += 1
-                rps.append(0.0)
                 # The values are held for this pod: they stand on its last sample too (`oldest_sample_at`).
                 if t is not None and -inf < t < held_at:
                     held_at = t
-                if r is not None:  # a rate the fresh ones (`rps`) do not show
+                # A recent last sample (a pod never read has none; `t` None or NaN fails) stands in for the pod
+                recent = t is not None and t >= held_from
+                if r is not None:  # a rate the fresh ones do not show
                     rated = True
-                    if t is not None:  # a last good reading (a pod never read has none: nothing to count)
-                        held_rps.append(r)
                     if r > top_rate:
                         top_rate = r
+                if r is not None and recent:  # (`_counted_pods` finds it again, where needed)
+                    held_r += 1
+                    rps.append(r)
+                    if r > rps_top:
+                        rps_top = r
+                    if r < rps_low:
+                        rps_low = r
+                else:
+                    rps.append(0.0)
                 if c is not None:
                     caches = True
-                # Its last cache state counts too: left out, the one pod with room gone read the runtime as full.
-                if t is not None and (c is not None or pod.models_loaded is not None or pod.lru_age_s is not None):
+                # In the cache term's n, but its last state answers nothing: its last room may have filled since,
+                # and one pod with room settles the question for the runtime (docs/design.md, Missing data).
+                if recent and (c is not None or pod.models_loaded is not None or pod.lru_age_s is not None):
                     held_caches += 1
-                    if not room:
-                        state = cache_state(pod, full_ratio)
-                        if state == CACHE_ROOM:
-                            room = True
-                        else:
-                            full = full or state == CACHE_FULL
-                            a = lru_age(pod, state)
-                            if a is not None and a > global_lru:
-                                global_lru = a
         if not room and code & used_cache:  # one pod with room settles the cache question for the runtime
             state = cache_state(pod, full_ratio)
             if state == CACHE_ROOM:
@@ -365,9 +385,7 @@ def scan_pods(
     # The cache pressure (docs/design.md, Aggregation): inline, as the lines below, for a fleet of small runtimes
     # (three calls a runtime cost 1.5% of a refresh at 5,000 runtimes of 2 pods).
     pressure: float | None
-    if held_caches and no_cache == len(codes) - not_ready - stale:  # the held pods alone make no value: no fresh cache
-        pressure = None
-    elif room:
+    if room:
         pressure = 0.0
     elif full and global_lru > 0.0:
         pressure = policy.target_lru_age_s / global_lru
@@ -383,7 +401,7 @@ def scan_pods(
         models_missing = n - len(used_models)
     elif SIGNAL_MODELS in seen:
         models_missing = n
-    fresh_g, fresh_r = len(gpu), n - no_rate
+    fresh_g, fresh_r = len(gpu) - held_g, n - no_rate
     fresh_q, fresh_c = n - no_queue, n - no_cache
     fresh_counts = (fresh_g, fresh_r, fresh_q, fresh_c)
     # A signal some pod reports fresh, or the runtime reported at an earlier refresh (`seen`), is expected: missing
@@ -398,17 +416,17 @@ def scan_pods(
     fresh, signals, pod_signals = _per_pod_cached(codes, expected, fresh_counts, ready, gpu_absent)
     # The GPU's power mean first, then the rates': should a value be invalid, the error is the same as ever.
     gpu_busy = None
-    if gpu:
-        gpu_busy = (power_mean_bounded(gpu, p, gpu_top, gpu_low) if not held_gpu
-                    else power_mean([*gpu, *held_gpu], p))
+    if fresh_g:
+        gpu_busy = power_mean_bounded(gpu, p, gpu_top, gpu_low)
     request_rate: float | None = None
     if fresh_r:
         rated = True
         if rps_top > top_rate:  # (the counted rates' `max`: a -0.0 there is not above 0.0 either)
             top_rate = rps_top
-        request_rate, weights = rate_summary(rps, fresh_r, p, rps_top, rps_low, lambda: _rated_pods(codes, fresh_r))
-        if held_rps:  # the shares stay the fresh pods' (a held pod's is 0, as shown in /debug)
-            request_rate = power_mean([*(rps[i] for i in _rated_pods(codes, fresh_r)), *held_rps], p)
+        # The shares are over the rates counted, held ones included (/debug shows what moves the mean)
+        request_rate, weights = rate_summary(
+            rps, fresh_r + held_r, p, rps_top, rps_low,
+            (lambda: _rated_pods(codes, fresh_r)) if not held_r else (lambda: _counted_pods(codes, pods, held_from)))
     else:
         weights = (0.0,) * count
     agg = _aggregate(  # Aggregate(...), through its slots (`slots`): positional, in field order
@@ -432,8 +450,8 @@ def scan_pods(
         models_missing,
         oldest if oldest < inf else None,  # fresh_sample_at
         horizon if horizon < inf else None,  # recency_horizon_s
-        fresh_g + len(held_gpu) if fresh_g else 0,  # gpu_pods (0 with no power mean: `gpu_busy` None)
-        fresh_r + len(held_rps) if fresh_r else 0,  # rate_pods
+        len(gpu) if fresh_g else 0,  # gpu_pods (0 with no power mean: `gpu_busy` None)
+        fresh_r + held_r if fresh_r else 0,  # rate_pods
         n - no_cache + held_caches if n - no_cache else 0,  # cache_pods
     )
     return agg, _ready_terms(ReadyTerms, (top_rate, rated, gpus or fresh_g > 0, caches, models, len(used_models)))
@@ -503,6 +521,16 @@ def _rated_pods(codes: list[int], rated: int) -> Sequence[int]:
     if rated == len(codes):
         return range(rated)
     return [i for i, code in enumerate(codes) if code & USED_REQUESTS]
+
+
+def _counted_pods(codes: list[int], pods: Sequence[PodSample], held_from: float) -> Sequence[int]:
+    """The indices of the pods whose request rate counts, in order: fresh (`_rated_pods`), or held at a last good
+    rate sampled since `held_from` (a Ready pod whose load time is stale, as `scan_pods` counts it). Found again
+    only where every counted rate is 0 (`rate_summary`), rather than noted for every held pod."""
+    return [i for i, (code, pod) in enumerate(zip(codes, pods, strict=True))
+            if code & USED_REQUESTS or (code != NOT_READY and not code & LOAD_TIME_FRESH
+                                        and pod.requests_per_second is not None and pod.sampled_at is not None
+                                        and pod.sampled_at >= held_from)]
 
 
 _aggregate: Final = slot_builder(Aggregate, (

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 
 from autoscaler.model import PodSample, PodView, PodViews
-from autoscaler.policies.aggregation import Aggregate
+from autoscaler.policies.aggregation import HELD_SAMPLE_S, Aggregate
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.power_mean import power_mean, request_weights
 from autoscaler.policies.ranking import COST_BUCKETS, COST_SPACING, NeedTerm, Ranking, UniqueCopyTerm, WeightedTerm
@@ -83,12 +83,14 @@ def plain_aggregate(
     pod_states: list[tuple[tuple[str, str], ...]] = []
     gpu: list[float] = []
     rps: list[float] = []
-    rps_at: list[int] = []
-    # Held (stale) pods' last good GPU busy and request rate: counted in the power means at that value, after the
-    # fresh ones (docs/design.md, Missing data: a gap neither lowers nor raises a value).
-    held_gpu: list[float] = []
-    held_rps: list[float] = []
-    held_caches = 0  # stale pods whose last cache state counts
+    # Held (stale) pods' last good GPU busy and request rate, taken within HELD_SAMPLE_S: counted in the power
+    # means at that value, in the pods' order with the fresh ones (docs/design.md, Missing data: a gap neither
+    # lowers nor raises a value).
+    counted_gpu: list[float] = []
+    counted_rps: list[float] = []
+    counted_at: list[int] = []
+    held_caches = 0  # stale pods with a recent last cache state: in the cache term's n, not its question
+    held_from = now - HELD_SAMPLE_S
     excess = 0.0
     saturated = 0
     oldest: float | None = None  # the `timestamp`: every sample the values stand on
@@ -124,6 +126,7 @@ def plain_aggregate(
             b = pod.gpu_busy
             assert b is not None
             gpu.append(b)
+            counted_gpu.append(b)
             oldest = _older(oldest, gpu_time(pod))
             fresh_oldest = _older(fresh_oldest, gpu_time(pod))
         if use[1] or use[2] or use[3]:
@@ -134,25 +137,27 @@ def plain_aggregate(
             oldest = _older(oldest, _a_time(pod.sampled_at))
         if pod.gpu_busy is not None and not fresh_time(gpu_time(pod), now, max_stale):
             oldest = _older(oldest, _a_time(gpu_time(pod)))
-            if gpu_time(pod) is not None:  # a pod never read has no last good value
-                held_gpu.append(pod.gpu_busy)
-        if not load_fresh[i] and pod.requests_per_second is not None and pod.sampled_at is not None:
-            held_rps.append(pod.requests_per_second)
+            if _recent(gpu_time(pod), held_from):  # a pod never read has no last good value
+                counted_gpu.append(pod.gpu_busy)
+        recent = not load_fresh[i] and _recent(pod.sampled_at, held_from)
+        if recent and pod.requests_per_second is not None:
+            counted_rps.append(pod.requests_per_second)
+            counted_at.append(i)
         if use[1]:
             r = pod.requests_per_second
             assert r is not None
             rps.append(r)
-            rps_at.append(i)
+            counted_rps.append(r)
+            counted_at.append(i)
         if use[2]:
             q = pod.queue_delay_s
             assert q is not None
             if q > target_q:
                 excess += q - target_q
                 saturated += 1
-        held_cache = not load_fresh[i] and pod.sampled_at is not None and _reports(pod)[3]
-        held_caches += held_cache
-        if not (use[3] or held_cache) or room:
-            continue  # one pod with room settles the cache question for the runtime
+        held_caches += recent and _reports(pod)[3]
+        if not use[3] or room:
+            continue  # one pod with room settles the cache question for the runtime (the fresh ones answer it)
         state = cache_state(pod, full_ratio)
         if state == CACHE_ROOM:
             room = True
@@ -162,9 +167,7 @@ def plain_aggregate(
             if a is not None and a > global_lru:
                 global_lru = a
     pressure: float | None
-    if fresh_count[3] == 0:
-        pressure = None  # the held pods alone make no value
-    elif room:
+    if room:
         pressure = 0.0
     elif full and global_lru > 0.0:
         pressure = policy.target_lru_age_s / global_lru
@@ -198,12 +201,12 @@ def plain_aggregate(
     return Aggregate(
         pods=tuple(cleaned),
         fresh=tuple(load_fresh),
-        weights=request_weights(len(cleaned), rps, rps_at, p),
+        weights=request_weights(len(cleaned), counted_rps if rps else [], counted_at, p),
         ready=ready,
         n=n,
         coverage=n / ready if ready else 0.0,
-        gpu_busy=power_mean(gpu + held_gpu, p) if gpu else None,
-        request_rate=power_mean(rps + held_rps, p) if rps else None,
+        gpu_busy=power_mean(counted_gpu, p) if gpu else None,
+        request_rate=power_mean(counted_rps, p) if rps else None,
         cache_pressure=pressure,
         cache_full=pressure is not None and pressure > 0.0,
         oldest_sample_at=oldest,
@@ -216,10 +219,15 @@ def plain_aggregate(
         models_missing=n - len(reporting) if expected_models else 0,
         fresh_sample_at=fresh_oldest,
         recency_horizon_s=min(horizons) if horizons else None,
-        gpu_pods=len(gpu + held_gpu) if gpu else 0,
-        rate_pods=len(rps + held_rps) if rps else 0,
+        gpu_pods=len(counted_gpu) if gpu else 0,
+        rate_pods=len(counted_rps) if rps else 0,
         cache_pods=fresh_count[3] + held_caches if fresh_count[3] else 0,
     )
+
+
+def _recent(t: float | None, held_from: float) -> bool:
+    """Whether a stale pod's last sample, taken at `t`, still stands in for it (`HELD_SAMPLE_S`)."""
+    return t is not None and t >= held_from
 
 
 def _a_time(t: float | None) -> float | None:

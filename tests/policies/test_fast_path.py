@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from autoscaler.model import PodSample, PodViews
 from autoscaler.policies import decision
-from autoscaler.policies.aggregation import Aggregate, aggregate
+from autoscaler.policies.aggregation import HELD_SAMPLE_S, Aggregate, aggregate
 from autoscaler.policies.decision import decide
 from autoscaler.policies.podviews import examine_pods, pod_views
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
@@ -43,8 +43,9 @@ signal = st.one_of(
     st.sampled_from([0.0, 0.05, 0.5, 0.9, 1.0, 1.5, 600.0, math.nan, math.inf, -math.inf, -1.0]),
     st.floats(min_value=0.0, max_value=1e4),
 )
-age = st.one_of(st.none(), st.sampled_from([math.nan, math.inf, -math.inf, 45.0]), st.floats(min_value=-30.0,
-                                                                                              max_value=120.0))
+# Ages around `max_staleness_s` (45 s by default) and `HELD_SAMPLE_S` (a stale pod's last sample counts up to it)
+age = st.one_of(st.none(), st.sampled_from([math.nan, math.inf, -math.inf, 45.0, HELD_SAMPLE_S, HELD_SAMPLE_S + 0.5,
+                                            3600.0]), st.floats(min_value=-30.0, max_value=120.0))
 
 
 # Recent models: a few ids shared between pods, served at times inside, at the edge of and outside the
