@@ -45,6 +45,10 @@ def main(argv: list[str]) -> int:
         asked = False  # no such call here: the command runs as it would without this
     if asked and os.getppid() != parent:
         return 1
+    # Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored across exec: put them back as
+    # `subprocess.Popen(restore_signals=True)` gives them to a command started directly (a reviewer).
+    for restored in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(restored, signal.SIG_DFL)
     os.execv(command[0], command)
     return 1  # not reached: execv returns only by raising
 
