@@ -33,6 +33,7 @@ from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.run_size import RunSize, fixed_why, short_of_cache, short_of_requests, sizing
 from autoscaler.simulation.shapes import SHAPES
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
+from autoscaler.simulation.standard_input import argument_path
 from autoscaler.simulation.synthetic_size import (
     MAX_MODEL_HOURS,
     MAX_SYNTHETIC_HOURS,
@@ -85,7 +86,7 @@ def _policies(value: str) -> tuple[str, ...]:
 
 def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--trace", metavar="FILE.csv", type=Path,
+    source.add_argument("--trace", metavar="FILE.csv", type=argument_path,
                         help="CSV (or .csv.gz) with the columns timestamp_s,model,requests: the requests (a "
                              "count, not a rate) that arrived for the model in the interval starting at "
                              "timestamp_s (epoch seconds or ISO 8601, read as UTC where it has no zone; "

@@ -26,7 +26,7 @@ import numpy as np
 from autoscaler.simulation.converter_paths import read_once, refuse, unreadable, unwritable, why
 from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.request_log import reading_progress
-from autoscaler.simulation.standard_input import STDIN, STDIN_NAME
+from autoscaler.simulation.standard_input import STDIN, STDIN_NAME, argument_path
 from autoscaler.simulation.trace import Trace, read_csv, write_csv
 from autoscaler.simulation.trace_file import TraceError, open_csv, unpacking
 from autoscaler.simulation.trace_minutes import MANY, MINUTE_S, READ_AS, minute_columns
@@ -108,7 +108,10 @@ def _span(minutes: int) -> str:
 
 def day_written_over(out: Path, days: Sequence[Path]) -> Path | None:
     """The day `out` is (the same file, however spelled: a symlink, another path), or None: `--out d01.csv`
-    given by mistake overwrote the downloaded day without a word."""
+    given by mistake overwrote the downloaded day without a word. `--out -` is standard output, never a file
+    read (a file named `-` where it runs, the old `--out -`'s, is not it)."""
+    if str(out) == STDIN:
+        return None
     for day in days:
         with contextlib.suppress(OSError):  # `out` not there yet (or a day not readable: reading it says so)
             if os.path.samefile(out, day):
@@ -122,10 +125,10 @@ def _parser() -> argparse.ArgumentParser:
         description="Join per-minute tables (a row per model, then columns 1, 2, ... N for its minutes, as Azure "
                     "Functions' invocations_per_function_md.anon.dNN.csv come), a file a day in the order given, "
                     "into the trace `modelmesh-autoscaler simulate --trace` replays, and keep the busiest models.")
-    parser.add_argument("days", nargs="+", type=Path, metavar="DAY.csv",
+    parser.add_argument("days", nargs="+", type=argument_path, metavar="DAY.csv",
                         help="per-minute tables (.csv or .csv.gz), one day each, in time order; - reads one from "
                              "standard input")
-    parser.add_argument("--out", type=Path, required=True, help="trace CSV to write ('-' for standard output)")
+    parser.add_argument("--out", type=argument_path, required=True, help="trace CSV to write ('-' for standard output)")
     parser.add_argument("--top", type=int, default=None, metavar="N",
                         help="keep the N models with the most requests over all days (default: every model)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

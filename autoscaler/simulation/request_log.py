@@ -31,7 +31,7 @@ import numpy as np
 from autoscaler.simulation.converter_paths import read_once, refuse, unreadable, unwritable, why
 from autoscaler.simulation.header_advice import REQUEST_LOG_TIME_NAMES
 from autoscaler.simulation.progress_bar import ProgressBar
-from autoscaler.simulation.standard_input import STDIN, STDIN_NAME
+from autoscaler.simulation.standard_input import STDIN, STDIN_NAME, argument_path
 from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, parse_time, seconds_text
 from autoscaler.simulation.trace import PROGRESS_ROWS
 from autoscaler.simulation.trace_file import (
@@ -194,7 +194,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("inputs", nargs="+", metavar="MODEL=FILE | FILE",
                         help="CSV files (.csv or .csv.gz) with a header; MODEL=FILE names the model of every row "
                              "of FILE, or give plain FILEs with --model-column; - reads standard input")
-    parser.add_argument("--out", type=Path, required=True, help="trace CSV to write ('-' for standard output)")
+    parser.add_argument("--out", type=argument_path, required=True, help="trace CSV to write ('-' for standard output)")
     parser.add_argument("--interval", type=float, default=1.0,
                         help=f"interval in seconds, {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g} (default 1)")
     parser.add_argument("--timestamp-column", default=None,
@@ -248,9 +248,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for item in args.inputs:
         model, equals, path = item.partition("=")
         if equals and args.model_column is None:
-            sources.append((model, Path(path)))
+            sources.append((model, argument_path(path)))
         elif not equals and args.model_column is not None:
-            sources.append((None, Path(item)))
+            sources.append((None, argument_path(item)))
         else:
             parser.error(f"{item!r}: give MODEL=FILE without --model-column, or FILE with it")
     # A path that cannot be read or written is said before the inputs are read, which takes half a minute for
@@ -274,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return refuse(parser.prog, f"{exc.filename or 'an input'}: cannot read: {why(exc)}")  # gone since the check
     if not rows:
         return refuse(parser.prog, "no requests in the inputs")
-    if str(args.out) == "-":
+    if str(args.out) == STDIN:
         written = write_trace(rows, sys.stdout)
     else:
         try:

@@ -222,3 +222,33 @@ def test_minute_table_writes_standard_output_for_out_dash(tmp_path: Path) -> Non
     (tmp_path / "t.csv").write_text(result.stdout)
     assert read_csv(tmp_path / "t.csv").total_requests == 8
     assert "2 models -> standard output (60 s intervals)" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(("module", "given", "text", "requests"),
+                         [(REQUEST_LOG, ["--model-column", "model", "./-"], LOG, 3),
+                          (REQUEST_LOG, ["m=./-"], LOG, 3), (MINUTE_TABLE, ["./-"], DAY, 8)])
+def test_a_file_named_dash_is_read_as_dot_slash_dash_not_standard_input(tmp_path: Path, module: str,
+                                                                        given: list[str], text: str,
+                                                                        requests: int) -> None:
+    """Only the argument `-` is standard input: `./-` names the file `-`, which request_log read as standard
+    input once `Path('./-')` became `-` ("standard input: empty file", or whatever was piped in, silently)."""
+    (tmp_path / "-").write_text(text)
+    out = tmp_path / "t.csv"
+    result = piped(module, *given, "--out", out, "--quiet", text="", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert read_csv(out).total_requests == requests
+
+
+def test_minute_tables_out_dash_is_standard_output_not_a_file_named_dash(tmp_path: Path) -> None:
+    """`--out -` was compared with the days read as the file `-` in the working directory: where the old
+    `--out -` had written one, `cat d01.csv | minute_table - --out -` was refused "--out - is -, one of the
+    files read", and `minute_table d01.csv --out -` "--out - is d01.csv" where `-` was a link to it."""
+    day = tmp_path / "d01.csv"
+    day.write_text(DAY)
+    os.link(day, tmp_path / "-")
+    for given, text in (("-", DAY), (str(day), "")):
+        result = piped(MINUTE_TABLE, given, "--out", "-", "--quiet", text=text, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert "2 models -> standard output" in result.stderr, result.stderr
+        (tmp_path / "t.csv").write_text(result.stdout)
+        assert read_csv(tmp_path / "t.csv").total_requests == 8
