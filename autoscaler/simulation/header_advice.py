@@ -9,11 +9,14 @@ header where that is not plain (two candidates) gets the general refusal.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 from autoscaler.simulation.standard_input import STDIN, STDIN_NAME
+from autoscaler.simulation.timestamps import epoch_unit
 
 TIME_NAMES: Final = ("time", "timestamp", "ts", "date", "datetime")
 """Names (any case) of a time column in exports and logs: Grafana's `Time`, request_log's defaults."""
@@ -48,26 +51,51 @@ def _number(text: str) -> bool:
     return True
 
 
-def _request_log(name: str, names: Sequence[str], model: str, time: str) -> str:
+ADVICE_ROWS: Final = 50
+"""Rows after the header the advice reads to judge which columns hold numbers: a first cell can be empty
+(Grafana's step without a value) where the rest are counts."""
+
+
+def _numeric(rows: Sequence[Sequence[str]], at: int) -> bool:
+    """Whether column `at` may hold numbers: no cell of `rows` in it is other than a number or empty (a column
+    of empty cells, or no rows at all, may be a count whose values are all missing)."""
+    return all(_number(cell) for row in rows if at < len(row) and (cell := row[at].strip()))
+
+
+def _unit(rows: Sequence[Sequence[str]], at: int) -> str:
+    """The `--timestamp-unit` of the time column `at`, from its first number (`s` for date-times)."""
+    for row in rows:
+        with contextlib.suppress(IndexError, ValueError):
+            return epoch_unit(float(row[at]))
+    return "s"
+
+
+def _request_log(name: str, names: Sequence[str], model: str, time: str, unit: str, *, alone: bool) -> str:
     """The `request_log` line that bins the request log `name` (STDIN_NAME: piped in) into a trace, each word
-    quoted for the shell (`my log.csv`) and the time column named where `request_log` would not find it (`date`),
-    so that the line, pasted, runs as it is."""
+    quoted for the shell (`my log.csv`), a name that starts with `-` kept from being read as an option
+    (`./-x.csv`), the time column named where `request_log` would not find it (`date`) and the unit of epoch
+    milliseconds given, so that the line, pasted, runs as it is. `alone`: no column may be the count."""
     words = ["python", "-m", "autoscaler.simulation.request_log", "--model-column", model]
     lowered = {n.lower() for n in names}
     if next((n for n in REQUEST_LOG_TIME_NAMES if n in lowered), None) != time.lower():
         words += ["--timestamp-column", time]
-    line = shlex.join([*words, STDIN if name == STDIN_NAME else name, "--out", "trace.csv"])
+    if unit != "s":
+        words += ["--timestamp-unit", unit]
+    path = STDIN if name == STDIN_NAME else f"./{name}" if name.startswith("-") else name
+    line = shlex.join([*words, path, "--out", "trace.csv"])
+    lead = "a row per request, with no count? bin" if alone else "if each row is one request, bin"
     if name == STDIN_NAME:  # standard input is read once: piped into the converter instead
-        return f"a row per request, with no count? bin it into a trace: pipe it into {line}"
-    return f"a row per request, with no count? bin it into a trace with {line}"
+        return f"{lead} it into a trace: pipe it into {line}"
+    return f"{lead} it into a trace with {line}"
 
 
-def _counted(names: list[str], row: Sequence[str] | None, time: str, model: str) -> str | None:
-    """What to rename where the only columns besides the time and the model may hold the count (`rps`): the
-    columns whose first value is a number (every other column where there is no row), or None for none. A
-    request log's line would count rows, dropping them without a word."""
+def _counted(names: list[str], rows: Sequence[Sequence[str]], time: str, model: str) -> str | None:
+    """What to rename where the columns besides the time and the model may hold the count (`rps`): those whose
+    cells in `rows` are numbers or empty, or None for none. Such a column may as well be a request log's
+    (`status`, `latency_ms`), so the request_log line is told beside it: either alone, followed where it is the
+    other, drops the counts or counts latencies, without a word."""
     others = [(at, n) for at, n in enumerate(names) if n and n not in (time, model)]
-    numbers = [n for at, n in others if row is None or (at < len(row) and _number(row[at].strip()))]
+    numbers = [n for at, n in others if _numeric(rows, at)]
     if not numbers:
         return None
     time_too = "" if time.lower() == "timestamp_s" else f"{time} to timestamp_s and "
@@ -78,9 +106,9 @@ def _counted(names: list[str], row: Sequence[str] | None, time: str, model: str)
             f"one to requests; {RATE}")
 
 
-def header_advice(header: Sequence[str], name: str, row: Sequence[str] | None = None) -> str | None:
-    """What to change so that `header` (of file `name`, STDIN_NAME where piped in; `row` its first row after
-    the header, None where it has none) reads as a trace, or None where no change is plain."""
+def header_advice(header: Sequence[str], name: str, rows: Iterable[Sequence[str]] = ()) -> str | None:
+    """What to change so that `header` (of file `name`, STDIN_NAME where piped in; `rows` the rows after it,
+    of which the first ADVICE_ROWS are read) reads as a trace, or None where no change is plain."""
     names = [h.strip() for h in header]
     lowered = {n.lower() for n in names}
     time = None if "timestamp_s" in lowered else _one(names, TIME_NAMES)
@@ -94,7 +122,10 @@ def header_advice(header: Sequence[str], name: str, row: Sequence[str] | None = 
     if "requests" not in lowered and count is None and (time is not None or "timestamp_s" in lowered):
         model = next(n for n in names if n.lower() == "model")
         stamp = time if time is not None else next(n for n in names if n.lower() == "timestamp_s")
-        return _counted(names, row, stamp, model) or _request_log(name, names, model, stamp)
+        sample = list(itertools.islice(rows, ADVICE_ROWS))
+        counted = _counted(names, sample, stamp, model)
+        binned = _request_log(name, names, model, stamp, _unit(sample, names.index(stamp)), alone=counted is None)
+        return binned if counted is None else f"{counted}; {binned}"
     renames = [f"{old} to {new}" for old, new in ((time, "timestamp_s"), (count, "requests")) if old is not None]
     if not renames or ("timestamp_s" not in lowered and time is None) or ("requests" not in lowered and count is None):
         return None

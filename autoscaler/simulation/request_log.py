@@ -32,7 +32,7 @@ from autoscaler.simulation.converter_paths import read_once, refuse, unreadable,
 from autoscaler.simulation.header_advice import REQUEST_LOG_TIME_NAMES
 from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.standard_input import STDIN, STDIN_NAME, argument_path
-from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, parse_time, seconds_text
+from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, epoch_unit, parse_time, seconds_text
 from autoscaler.simulation.trace import PROGRESS_ROWS
 from autoscaler.simulation.trace_file import (
     HEADER,
@@ -79,8 +79,7 @@ def _seconds(text: str, unit: str, where: str) -> float:
                              f"date-time, got {text.strip()!r}") from None
     if not math.isfinite(value):
         raise TraceError(f"{where}: timestamp must be a finite number, got {text.strip()!r}")
-    if unit == "s" and abs(value) >= 1e11:
-        likely = "ns" if abs(value) >= 1e17 else "us" if abs(value) >= 1e14 else "ms"
+    if unit == "s" and (likely := epoch_unit(value)) != "s":
         names = {"ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
         raise TraceError(f"{where}: timestamp {text.strip()} is the year {1970 + int(value / SECONDS_PER_YEAR)} as "
                          f"seconds: these look like {names[likely]} since the epoch; add --timestamp-unit {likely}")

@@ -29,6 +29,17 @@ def parse_time(text: str) -> float:
     return seconds
 
 
+EPOCH_UNITS: Final = (("ns", 1e17), ("us", 1e14), ("ms", 1e11))
+"""The unit of an epoch timestamp from its size, largest first: 1e11 s is the year 5138, a millisecond's
+count since 1973."""
+
+
+def epoch_unit(value: float) -> str:
+    """The unit (`s`, `ms`, `us`, `ns`) an epoch timestamp of this size is written in: read as seconds, a count
+    of milliseconds stretches the trace a thousandfold, past the year 5138."""
+    return next((unit for unit, least in EPOCH_UNITS if abs(value) >= least), "s")
+
+
 def zoneless(text: str) -> bool | None:
     """Whether `text` is an ISO 8601 date-time without a zone, read as UTC (`local_time` names what that does to
     local times across a change of summer time); None for seconds (they say nothing of zones), False for what is

@@ -248,6 +248,17 @@ PROGRESS_ROWS: Final = 1 << 16
 """Rows between two progress reports while reading a trace."""
 
 
+def _sampled(first: tuple[int, list[str]] | None, numbered: Iterator[tuple[int, list[str]]]) -> Iterator[list[str]]:
+    """The rows a refused header's advice reads to tell which columns hold numbers (`header_advice`), read only
+    for a refusal: `first`, then the rest until a row that cannot be read, whose error would hide the header's."""
+    if first is None:
+        return
+    yield first[1]
+    with contextlib.suppress(TraceError, UnicodeDecodeError, csv.Error):
+        for _, row in numbered:
+            yield row
+
+
 def _parse(rows: Iterator[list[str]], name: str, report: Callable[[int], None] | None = None,
            all_zero_ok: bool = False) -> Trace:
     numbered = numbered_rows(rows)
@@ -256,9 +267,9 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[int], None] |
         table = read_minutes(numbered, header[1], span, name, report, all_zero_ok=all_zero_ok)
         return Trace(table.models, 0.0, MINUTE_S, table.minutes, table.slot, table.model, table.requests,
                      table.notes)
-    first = next(numbered, None)  # tells a refused header's advice which columns hold numbers
+    first = next(numbered, None)
     at_time, at_model, at_requests, others = columns(header[1] if header else None, name,
-                                                     None if first is None else first[1])
+                                                     _sampled(first, numbered))
     if first is not None:
         numbered = itertools.chain((first,), numbered)
     width = len(header[1]) if header else 0

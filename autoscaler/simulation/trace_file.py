@@ -19,7 +19,7 @@ import re
 import stat
 import zlib
 from collections import Counter
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple, TextIO
 
 import numpy as np
@@ -332,10 +332,12 @@ def not_utf8(name: str) -> str:
     return f"{name}: not UTF-8 text: save it as CSV UTF-8"
 
 
-def columns(header: list[str] | None, name: str, row: list[str] | None = None) -> tuple[int, int, int, tuple[str, ...]]:
+def columns(header: list[str] | None, name: str,
+            rows: Iterable[Sequence[str]] = ()) -> tuple[int, int, int, tuple[str, ...]]:
     """Where timestamp_s, model and requests are in the header row, and the other columns, in words: exports
-    keep columns a trace does not need (pandas its index, unnamed), which are left out. `row`, the first after
-    the header, tells the advice of a refusal which columns hold numbers (`header_advice`)."""
+    keep columns a trace does not need (pandas its index, unnamed), which are left out. `rows`, those after the
+    header, tell the advice of a refusal which columns hold numbers (`header_advice`); they are read only for a
+    refusal."""
     if header is None:
         raise TraceError(f"{name}: empty file; expected the header {','.join(HEADER)}")
     found = [h.strip().lower() for h in header]
@@ -346,7 +348,7 @@ def columns(header: list[str] | None, name: str, row: list[str] | None = None) -
     problems = [f"missing {column}" for column in HEADER if column not in found]
     problems += [f"{column} listed twice" for column in HEADER if found.count(column) > 1]
     if problems:
-        advice = header_advice(header, name, row) or ("or a per-minute table: a row per model, then columns named "
+        advice = header_advice(header, name, rows) or ("or a per-minute table: a row per model, then columns named "
                                                       "1, 2, ... for its minutes")
         raise TraceError(f"{name}: line 1: expected the header {','.join(HEADER)} (in any order, other columns "
                          f"left out), got {','.join(header)!r}: {'; '.join(problems)}; {advice}")

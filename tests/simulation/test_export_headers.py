@@ -110,8 +110,9 @@ def test_a_count_column_of_another_name_is_named_not_sent_to_request_log(tmp_pat
     text = "Time,model,rps\n" + "".join(f"{60 * minute},{model},{2 + minute}\n"
                                         for minute in range(30) for model in ("a", "b"))
     said = refused(tmp_path, text)
-    assert "request_log" not in said, said
     assert RENAME.findall(said) == [("Time", "timestamp_s"), ("rps", "requests")], said
+    assert said.startswith("if rps is the number of requests in each interval, rename ") or \
+        "; if rps is the number of requests in each interval, rename " in said, said
     assert "if it is a rate per second instead, multiply it by the interval's length in seconds" in said, said
     fixed = tmp_path / "fixed.csv"
     fixed.write_text(renamed(text, said))
@@ -122,7 +123,7 @@ def test_a_count_column_of_another_name_is_named_not_sent_to_request_log(tmp_pat
 
 def test_several_numeric_columns_are_named_and_text_ones_are_not(tmp_path: Path) -> None:
     said = refused(tmp_path, "timestamp,model,status,latency_ms,path\n0,a,200,12,/x\n")
-    assert "if one of status, latency_ms is the number of requests" in said and "request_log" not in said, said
+    assert "if one of status, latency_ms is the number of requests" in said, said
     said = refused(tmp_path, "timestamp,model,path\n0,a,/x\n")
     assert "request_log" in said, said
 
@@ -159,22 +160,105 @@ def test_the_request_log_line_told_runs_as_pasted(tmp_path: Path, file: str, tim
     assert json.loads((tmp_path / "out" / "report.json").read_text())["trace"]["requests"] == rows
 
 
+CELLS = st.sampled_from(["3", "0.5", "1e3", "/x", "ok", ""])
+"""A cell of a column besides the time and the model: numbers, text, or empty (Grafana's step with no value)."""
+
+
 @settings(max_examples=300, deadline=None)
 @given(time=st.sampled_from(["timestamp_s", "Time", "ts", "Date", "datetime"]),
        others=st.lists(st.tuples(st.sampled_from(["rps", "status", "path", "", "job", "qps #A"]),
-                                 st.sampled_from(["3", "0.5", "1e3", "/x", "ok", ""])), max_size=3,
+                                 st.lists(CELLS, min_size=3, max_size=3)), max_size=3,
                        unique_by=lambda other: other[0]),
        order=st.randoms(use_true_random=False))
-def test_request_log_is_told_only_where_no_other_column_holds_a_number(
-    time: str, others: list[tuple[str, str]], order: random.Random,
+def test_a_column_that_may_be_the_count_is_named_beside_the_request_log_line(
+    time: str, others: list[tuple[str, list[str]]], order: random.Random,
 ) -> None:
-    """request_log counts rows: told for a header with a column of numbers besides the time, that column was
-    dropped without a word. Such a column is named instead, as the one to rename."""
-    cells = [(time, "2024-01-01T00:00:00"), ("model", "a"), *others]
+    """request_log counts rows: told alone for a header with a column of numbers besides the time (judged from
+    its first cell, empty in Grafana's export of a step with no value), that column was dropped without a word;
+    told only to rename such a column, a request log's latencies were counted as requests. Every column whose
+    cells are numbers (or empty) is named as the one to rename, no column of text is, and the request_log line is
+    always told, last, for the reading where each row is a request."""
+    cells = [(time, ["2024-01-01T00:00:00"] * 3), ("model", ["a"] * 3), *others]
     order.shuffle(cells)
     with pytest.raises(TraceError) as refusal:
-        columns([name for name, _ in cells], "export.csv", [value for _, value in cells])
+        columns([name for name, _ in cells], "export.csv", [[column[at] for _, column in cells] for at in range(3)])
     said = str(refusal.value)
-    numbers = [name for name, value in others if name and value in ("3", "0.5", "1e3")]
-    assert ("request_log" in said) == (not numbers), said
+    numbers = [name for name, column in others if name and all(cell in ("3", "0.5", "1e3", "") for cell in column)]
+    texts = [name for name, column in others if name and name not in numbers]
+    assert REQUEST_LOG_LINE.search(said) is not None, said
+    assert ("if each row is one request" in said) == bool(numbers), said
     assert all(f" {name} " in said or f" {name}," in said for name in numbers), said
+    assert not any(f" {name} " in said or f" {name}," in said for name in texts), said
+
+
+def pasted(tmp_path: Path, said: str, piped: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The request_log line that `said` ends with, run in bash as a user pastes it (`cat piped | LINE` where the
+    log was piped in), in tmp_path."""
+    line = REQUEST_LOG_LINE.search(said)
+    assert line is not None, said
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # `python` is the tests' Python
+    return subprocess.run(["bash", "-c", line[0] if piped is None else f"cat {shlex.quote(piped)} | {line[0]}"],
+                          cwd=tmp_path, env={**os.environ, "PATH": path}, capture_output=True, text=True,
+                          timeout=60)
+
+
+def replayed(tmp_path: Path, trace: str) -> int:
+    """The requests `simulate` replays from tmp_path/trace."""
+    result = subprocess.run([*SIMULATE, "--trace", trace, "--out", "out", "--no-plot", "--quiet", "--policies",
+                             "fixed"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return int(json.loads((tmp_path / "out" / "report.json").read_text())["trace"]["requests"])
+
+
+def test_a_count_column_whose_first_cell_is_empty_is_still_told_as_a_count(tmp_path: Path) -> None:
+    """Grafana writes a step with no value as an empty cell: `Time,model,rps` whose first rps is empty was told
+    only the request_log line, which, followed, replayed a request a row, the rps dropped without a word."""
+    text = "Time,model,rps\n0,a,\n" + "".join(f"{60 * minute},a,{50 + minute}\n" for minute in range(1, 30))
+    said = refused(tmp_path, text)
+    assert RENAME.findall(said) == [("Time", "timestamp_s"), ("rps", "requests")], said
+    fixed = tmp_path / "fixed.csv"
+    fixed.write_text(renamed(text, said))
+    assert replayed(tmp_path, "fixed.csv") == sum(50 + minute for minute in range(1, 30))
+
+
+def test_a_request_log_with_numeric_columns_is_told_both_readings(tmp_path: Path) -> None:
+    """`timestamp,model,status,latency_ms` is a request log, a row per request: it was told only to rename
+    status or latency_ms to requests, which, followed, replayed the latencies as requests. Both readings are
+    told, each with its change, and the request_log line, pasted, replays a request a row."""
+    log = tmp_path / "access.csv"
+    log.write_text("timestamp,model,status,latency_ms\n" + "".join(f"{1733011200 + second},{model},200,{12 + second}\n"
+                                                                  for second in range(0, 300, 3) for model in "ab"))
+    said = refused(tmp_path, log.read_text())
+    assert "if one of status, latency_ms is the number of requests in each interval, rename" in said, said
+    assert "if each row is one request, bin it into a trace with python -m autoscaler.simulation.request_log" in said
+    ran = pasted(tmp_path, said)
+    assert ran.returncode == 0, ran.stderr
+    assert replayed(tmp_path, "trace.csv") == 200
+
+
+@pytest.mark.parametrize(("scale", "unit"), [(1000, "ms"), (1_000_000, "us")])
+def test_epoch_milliseconds_are_told_with_their_unit(tmp_path: Path, scale: int, unit: str) -> None:
+    """`Time,model` with epoch milliseconds was told a line without `--timestamp-unit ms`, which, pasted, was
+    refused saying to add it."""
+    log = tmp_path / "log.csv"
+    log.write_text("Time,model\n" + "".join(f"{(1733011200 + second) * scale},a\n" for second in range(0, 120, 2)))
+    said = refused(tmp_path, log.read_text())
+    assert f"--timestamp-unit {unit}" in said, said
+    ran = pasted(tmp_path, said)
+    assert ran.returncode == 0, ran.stderr
+    assert replayed(tmp_path, "trace.csv") == 60
+
+
+@pytest.mark.parametrize("piped", [False, True])
+def test_a_log_whose_name_starts_with_a_dash_is_told_a_line_that_runs(tmp_path: Path, piped: bool) -> None:
+    """`--trace ./-x.csv` was told `... -x.csv --out trace.csv`, which argparse reads as an option: pasted, it
+    was refused "the following arguments are required"."""
+    (tmp_path / "-x.csv").write_text("date,model\n" + "".join(f"2024-01-01T10:00:{second:02d}Z,a\n"
+                                                                for second in range(40)))
+    result = subprocess.run([*SIMULATE, "--trace", "-" if piped else "./-x.csv", "--out", "out", "--no-plot",
+                             "--quiet"], cwd=tmp_path, input=(tmp_path / "-x.csv").read_text() if piped else None,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    ran = pasted(tmp_path, result.stderr.strip().splitlines()[-1], "./-x.csv" if piped else None)
+    assert ran.returncode == 0, ran.stderr
+    assert replayed(tmp_path, "trace.csv") == 40
