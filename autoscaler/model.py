@@ -76,6 +76,11 @@ class PodSample:
     # successes, none of them "gpu"). Only a positive word counts: False wherever the source cannot tell (the
     # Prometheus source, the simulator), so that a GPU reading merely late or failing is never taken for none.
     no_gpu_collector: bool = False
+    # `gpu_busy` is the pod's last good one, kept by the source (`sources.held_gpu`) while the pod's readings come
+    # without one (its GPU collector failing, DCGM's series gone): missing now, whatever its time, so that what uses
+    # the GPU may rise but not fall (DESIGN §6: a signal absent while the pod reported it before), and counted at
+    # that value in the GPU's power mean while recent, as a whole pod's held sample is (docs/design.md, Missing data).
+    gpu_held: bool = False
     # When the pod, seen Ready before, stopped being Ready (the Kubernetes discovery's clock, Unix time); None while
     # it is Ready, when it was never seen Ready (a pod starting), or is terminating. A hot pod that fails its
     # readiness probe under load still exists and, ModelMesh routing between its pods itself, may still serve:

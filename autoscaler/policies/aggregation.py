@@ -273,7 +273,7 @@ def scan_pods(
             else:
                 gt = g
                 gpu_ok = False
-                if g >= fresh_from:
+                if g >= fresh_from and not pod.gpu_held:  # a kept last GPU busy is missing now (`held_gpu`)
                     gpu_ok = True
             if gpu_ok:
                 if b is not None:

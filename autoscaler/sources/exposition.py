@@ -314,6 +314,7 @@ def _reading(tally: _Tally, text: str, pod: str, ready: bool, scraped_at: float,
             recency_horizon_s=tally.horizon,
             created_at=created_at,
             no_gpu_collector=no_gpu_collector,
+            gpu_held=False,  # (the source keeps a last GPU busy later: `held_gpu`)
             **tally.values,
         ),
         clock_offset_s=offset,

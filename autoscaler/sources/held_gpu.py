@@ -5,9 +5,11 @@ The GPU collector can fail (NVML lost the GPU, a driver reload, DCGM's series go
 pod's load signals are fresh, its GPU busy is not there. Left without one, the pod dropped out of the GPU's power
 mean, and the idle pods' GPUs lost raised `modelmesh_gpu_busy` over the pods left (0.541 to 0.601 with one of
 three idle pods' GPU lost), then made it fall at the slow-fall rate once back. Kept at its last reading with that
-reading's time, the pod counts at it (`Aggregate.gpu_pods`), and ages as any held sample does: stale once older
-than `max_staleness_s`, so the hold rules apply as they do to a pod whose scrape fails. Never read as zero, nor
-as the GPUs still answering: the value is the whole pod's last good one.
+reading's time and marked held (`PodSample.gpu_held`), the pod counts at it (`Aggregate.gpu_pods`) while it is
+recent, and its GPU is missing from the first reading without one: the hold rules apply at once (a reviewer: with
+the kept value taken as fresh until `max_staleness_s`, a hot pod's real fall beside it lowered `modelmesh_gpu_busy`
+and the replicas within those 45 s, where DESIGN §6 says a signal absent while the pod reported it before is
+missing). Never read as zero, nor as the GPUs still answering: the value is the pod's last good one.
 """
 
 from __future__ import annotations
@@ -27,4 +29,4 @@ def with_last_gpu(sample: PodSample, last: PodSample | None) -> PodSample:
     at = last.sampled_at if last.gpu_sampled_at is None else last.gpu_sampled_at
     if at is None:
         return sample
-    return replace(sample, gpu_busy=last.gpu_busy, gpu_sampled_at=at)
+    return replace(sample, gpu_busy=last.gpu_busy, gpu_sampled_at=at, gpu_held=True)

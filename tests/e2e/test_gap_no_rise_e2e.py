@@ -94,6 +94,30 @@ def test_idle_pods_gpu_failing_and_back_moves_gpu_busy_only_with_the_fresh_pods(
         assert near(after, 0.5414), after
 
 
+def test_a_gpu_reading_gone_is_missing_at_once_so_nothing_falls_meanwhile(tmp_path: Path) -> None:
+    """A reviewer: with a pod's kept GPU busy taken as fresh until `max_staleness`, the hot pod cooling (95% to
+    30%) as an idle pod's GPU was lost lowered `modelmesh_gpu_busy` to 0.366 then 0.3, and the replicas from 4 to
+    2, within 2 s, while /debug showed that pod's GPU fresh. DESIGN §6: a signal absent while the pod reported it
+    before is missing, and what uses it may rise but not fall: held at 0.5414 until the GPU is back."""
+    gpus = fake_gpus(tmp_path, HOT_AND_IDLE)
+    with data_path_running(tmp_path, pods=4, rps=50, gpus=gpus, policy={"scale_down_tau_s": 0},
+                           adapter_args=["--max-staleness", "20"]) as path:
+        poll(lambda: (v := path.value("modelmesh_gpu_busy")) is not None and abs(v - 0.5414) < 0.012, timeout=40)
+        before = poll(lambda: path.value("modelmesh_desired_replicas"), timeout=10)
+
+        gpus[3].set_gpu(0, error=GPU_IS_LOST)
+        gpus[0].set_gpu(0, util=30)  # a real fall, while pod-3's GPU is missing: M2 of four 0.3 = 0.3
+        poll(lambda: gpu_states(path).get("pod-3") not in (None, "fresh"), timeout=15)
+        assert gpu_states(path)["pod-3"] == "stale", gpu_states(path)  # its last reading: missing now
+        during = served_over(path, "modelmesh_gpu_busy", 4)
+        assert near(during, 0.5414), during
+        desired = served_over(path, "modelmesh_desired_replicas", 1)
+        assert desired and all(v == before for v in desired), (before, desired)
+
+        gpus[3].set_gpu(0, error=0, util=30)  # back: every GPU read fresh, and the fall is served (tau 0)
+        poll(lambda: (v := path.value("modelmesh_gpu_busy")) is not None and abs(v - 0.3) < 0.012, timeout=30)
+
+
 async def test_idle_pods_gpu_failing_in_prometheus_mode_moves_gpu_busy_only_with_the_fresh_pods(
         tmp_path: Path) -> None:
     """The same through a real Prometheus: the GPU query drops a pod whose exporter says its GPU collector fails.

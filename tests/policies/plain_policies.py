@@ -68,7 +68,7 @@ def plain_aggregate(
             load_fresh.append(False)
             continue
         load_ok = fresh_time(pod.sampled_at, now, max_stale)
-        gpu_ok = fresh_time(gpu_time(pod), now, max_stale)
+        gpu_ok = fresh_time(gpu_time(pod), now, max_stale) and not pod.gpu_held  # a kept last value: missing now
         has = _reports(pod)
         use = (gpu_ok and has[0], load_ok and has[1], load_ok and has[2], load_ok and has[3])
         usable.append(use)
@@ -118,7 +118,8 @@ def plain_aggregate(
             elif expected[k]:
                 missing_count[k] += 1
                 t = gpu_time(pod) if k == 0 else pod.sampled_at
-                states.append((signal, MISSING if fresh_time(t, now, max_stale) else STALE))
+                held = k == 0 and pod.gpu_held and pod.gpu_busy is not None  # its last value, as a stale one's
+                states.append((signal, MISSING if fresh_time(t, now, max_stale) and not held else STALE))
             else:
                 states.append((signal, NONE))
         pod_states.append(tuple(states))
@@ -135,7 +136,7 @@ def plain_aggregate(
         # Values held for a stale pod (or a stale GPU reading) stand on its last sample too.
         if not load_fresh[i]:
             oldest = _older(oldest, _a_time(pod.sampled_at))
-        if pod.gpu_busy is not None and not fresh_time(gpu_time(pod), now, max_stale):
+        if pod.gpu_busy is not None and (pod.gpu_held or not fresh_time(gpu_time(pod), now, max_stale)):
             oldest = _older(oldest, _a_time(gpu_time(pod)))
             if _recent(gpu_time(pod), held_from):  # a pod never read has no last good value
                 counted_gpu.append(pod.gpu_busy)

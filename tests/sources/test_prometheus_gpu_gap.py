@@ -43,12 +43,14 @@ async def test_a_pod_whose_gpu_busy_leaves_the_answer_keeps_its_last_one_at_its_
     [third] = await source.collect(now + 45)
 
     a2 = second.pods[1]
-    assert (a2.gpu_busy, a2.gpu_sampled_at) == (0.3, now - 6), a2  # its last reading, at that reading's time
+    assert (a2.gpu_busy, a2.gpu_sampled_at, a2.gpu_held) == (0.3, now - 6, True), a2  # its last reading, its time
     assert (a2.sampled_at, a2.requests_per_second) == (now + 10, 10.0), a2  # its load, read as ever
     before = aggregate(first.pods, policy, now)
     during = aggregate(second.pods, policy, now + 15)
     assert during.gpu_busy == pytest.approx(before.gpu_busy), (before.gpu_busy, during.gpu_busy)
-    assert during.signals["gpu"].complete  # 21 s old, within max_staleness: counted as a pod not yet stale is
+    # Missing at once (a reviewer: taken as fresh until max_staleness, a hot pod's real fall beside it lowered the
+    # GPU's values within those 45 s, where DESIGN §6 says a signal absent while the pod reported it is missing).
+    assert during.signals["gpu"].missing == 1
     later = aggregate(third.pods, policy, now + 45)  # 51 s old: stale, counted at it and holding the GPU's values
     assert later.gpu_busy == pytest.approx(before.gpu_busy) and later.signals["gpu"].missing == 1
 
