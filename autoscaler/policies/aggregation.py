@@ -75,8 +75,8 @@ class Aggregate:
     Per-pod tuples follow the order of the pods given to `aggregate`. `n` counts the Ready pods with fresh
     load data (the ModelMesh collector); each signal's own count is in `signals`: pods we cannot see never
     add invented load. A stale pod is seen at its last good sample, and counts at those values in the means while
-    that sample is recent (`HELD_SAMPLE_S`; `gpu_pods`, `rate_pods`): a gap neither raises nor lowers them. In the
-    cache question it counts only in the term's n (`cache_pods`): its last room is no evidence of room now.
+    that sample is recent (`HELD_SAMPLE_S`; `gpu_pods`, `rate_pods`): a gap that short neither raises nor lowers
+    them. In the cache it counts in nothing (`cache_pods`): its last room is no evidence of room now.
     """
 
     pods: tuple[PodSample, ...]  # the input pods (valid already: `PodSample`)
@@ -126,10 +126,10 @@ class Aggregate:
     # idle pods of twenty raised M_p(b) by 12%. `weights` are the shares over the same pods.
     gpu_pods: int = 0
     rate_pods: int = 0
-    # The n of the cache term (`n x min(cap, cache_pressure)`): the Ready pods with cache signals fresh, and the
-    # stale ones with a recent last cache state. Only the fresh ones answer the cache question (one with room settles
-    # it, the oldest LRU age of the full ones sets it): a stale pod's last room may have filled since, and taken as
-    # room it pinned the pressure at 0 while the fresh pods evicted copies used 30 s before.
+    # The n of the cache term (`n x min(cap, cache_pressure)`): the Ready pods with cache signals fresh, which alone
+    # answer the cache question (one with room settles it, the oldest LRU age of the full ones sets it): a stale
+    # pod's last room may have filled since, and taken as room it pinned the pressure at 0 while the fresh pods'
+    # copies used 30 s before were evicted; counted in n as full, it raised the term past the contract's (DESIGN §5).
     cache_pods: int = 0
 
 
@@ -190,7 +190,6 @@ def scan_pods(
     # Rare: most refreshes count none.
     held_from = now - HELD_SAMPLE_S
     held_g = held_r = 0
-    held_caches = 0  # stale Ready pods with a recent last cache state: in the cache term's n (`Aggregate.cache_pods`)
     # One per pod: its fresh (or held) request rate, or 0.0 when none counts (`rate_summary`)
     rps: list[float] = []
     excess = 0.0
@@ -368,10 +367,9 @@ def scan_pods(
                     rps.append(0.0)
                 if c is not None:
                     caches = True
-                # In the cache term's n, but its last state answers nothing: its last room may have filled since,
-                # and one pod with room settles the question for the runtime (docs/design.md, Missing data).
-                if recent and (c is not None or pod.models_loaded is not None or pod.lru_age_s is not None):
-                    held_caches += 1
+                # Its last cache state answers nothing, nor counts in the cache term's n: its last room may have
+                # filled since, and one pod with room settles the question for the runtime (docs/design.md,
+                # Missing data); counted as full, it raised the term beyond the contract's n of fresh pods.
         if not room and code & used_cache:  # one pod with room settles the cache question for the runtime
             state = cache_state(pod, full_ratio)
             if state == CACHE_ROOM:
@@ -452,7 +450,7 @@ def scan_pods(
         horizon if horizon < inf else None,  # recency_horizon_s
         len(gpu) if fresh_g else 0,  # gpu_pods (0 with no power mean: `gpu_busy` None)
         fresh_r + held_r if fresh_r else 0,  # rate_pods
-        n - no_cache + held_caches if n - no_cache else 0,  # cache_pods
+        n - no_cache,  # cache_pods
     )
     return agg, _ready_terms(ReadyTerms, (top_rate, rated, gpus or fresh_g > 0, caches, models, len(used_models)))
 

@@ -18,13 +18,12 @@ Rules, in order (freshness is per pod and per signal, see `aggregation`):
 
 Each value's `n` is the number of Ready pods with its signal fresh, and of those whose signal is held (stale),
 which count at their last good value while it is at most `HELD_SAMPLE_S` old (`Aggregate.gpu_pods`, `.rate_pods`):
-so a gap neither raises a power mean (left out, idle pods gone raised it) nor lowers it, and the value moves only
-with the fresh pods. The cache pressure is the fresh pods' answer alone (a stale pod's last room is no room now),
-so a gap may raise it. Pods we cannot see at all (never read, or a signal with no last value: the sources keep a
-GPU busy gone from a pod still read at its last good one, `sources.held_gpu`) add no invented load, and the hold
-rule stops the
-smaller sum from lowering anything while they are missing. A signal the
-runtime never had (no GPU anywhere, say) makes that one metric unknown and that term propose nothing; the
+so a gap that short neither raises a power mean (left out, idle pods gone raised it) nor lowers it, and the value
+moves only with the fresh pods. The cache pressure and the cache term's `n` are the fresh pods' alone (a stale
+pod's last room is no room now), so a gap may raise them. Pods we cannot see at all (never read, or a signal with
+no last value: the sources keep a GPU busy gone from a pod still read at its last good one, `sources.held_gpu`)
+add no invented load, and the hold rule stops the smaller sum from lowering anything while they are missing.
+A signal the runtime never had (no GPU anywhere, say) makes that one metric unknown and that term propose nothing; the
 other metrics are still served. A runtime whose Ready pods all say they have no GPU collector (`--no-gpu`)
 forgets the GPU it had, its last GPU proposal included (`gpu_forgetting`, which logs it: one of the two lines a
 decision says itself, once per runtime as its pods move); one none of whose Ready pods has reported per-model use

@@ -14,7 +14,7 @@ largest wins.
 
 `n_b` and `n_r` count the Ready pods in each power mean: those with the signal fresh and those held at a last
 good value at most `HELD_SAMPLE_S` old (`Aggregate.gpu_pods`, `.rate_pods`), so a gap neither raises nor lowers `D`;
-the cache term's `n` likewise (`Aggregate.cache_pods`), its pressure the fresh pods' alone.
+the cache term's `n` and its pressure are the fresh pods' alone (`Aggregate.cache_pods`).
 `D'` is `D` when a capacity term proposes, else the number of saturated pods. Every term is bounded by
 demand, never by the current pods: the power-mean terms grow like `n^(1-1/p)` as idle pods are added and the
 queue term adds only the *excess* backlog on top of the demand (queued requests stay on their pod; new pods

@@ -312,7 +312,8 @@ class ScrapeSource(SourceDefaults):
         kept as the pod's last good sample."""
         held = self._fallback(key, pod)
         if sample.gpu_sampled_at is not None:
-            held = replace(held, gpu_busy=sample.gpu_busy, gpu_sampled_at=sample.gpu_sampled_at)
+            held = replace(held, gpu_busy=sample.gpu_busy, gpu_sampled_at=sample.gpu_sampled_at,
+                           gpu_held=False)  # this answer's GPU reading, no kept one
         if held.no_gpu_collector != sample.no_gpu_collector:
             held = replace(held, no_gpu_collector=sample.no_gpu_collector)
         self._last_good[_pod_id(key, pod)] = held

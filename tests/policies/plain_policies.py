@@ -89,7 +89,6 @@ def plain_aggregate(
     counted_gpu: list[float] = []
     counted_rps: list[float] = []
     counted_at: list[int] = []
-    held_caches = 0  # stale pods with a recent last cache state: in the cache term's n, not its question
     held_from = now - HELD_SAMPLE_S
     excess = 0.0
     saturated = 0
@@ -156,7 +155,6 @@ def plain_aggregate(
             if q > target_q:
                 excess += q - target_q
                 saturated += 1
-        held_caches += recent and _reports(pod)[3]
         if not use[3] or room:
             continue  # one pod with room settles the cache question for the runtime (the fresh ones answer it)
         state = cache_state(pod, full_ratio)
@@ -222,7 +220,7 @@ def plain_aggregate(
         recency_horizon_s=min(horizons) if horizons else None,
         gpu_pods=len(counted_gpu) if gpu else 0,
         rate_pods=len(counted_rps) if rps else 0,
-        cache_pods=fresh_count[3] + held_caches if fresh_count[3] else 0,
+        cache_pods=fresh_count[3],  # the fresh pods alone: a stale pod's last cache state counts in nothing
     )
 
 

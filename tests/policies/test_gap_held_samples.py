@@ -56,7 +56,7 @@ def run(pods: Callable[[int, float], list[PodSample]], steps: int) -> list[Runti
 def test_fresh_pods_evicting_raise_cache_pressure_while_the_pod_with_room_is_stale() -> None:
     """pod-0 and pod-1 full (LRU age 300 s, then 30 s from step 2), pod-2 with room until its exporter stops at
     step 1. Was: cache pressure 0 and 1 replica for the whole gap. Now the fresh pods' evictions show: 600 / 300 =
-    2, then 600 / 30 = 20, and the cache term 3 pods x 1.2: 4 replicas."""
+    2, then 600 / 30 = 20, and the cache term over the two fresh pods, 2 x 1.2: 3 replicas."""
     def pods(step: int, now: float) -> list[PodSample]:
         lru = 300.0 if step < 2 else 30.0
         full = [pod(f"pod-{i}", gpu=0.1, rps=10.0, queue=0.0, cache=0.95, models=5.0, lru=lru, now=now)
@@ -64,9 +64,9 @@ def test_fresh_pods_evicting_raise_cache_pressure_while_the_pod_with_room_is_sta
         room = pod("pod-2", gpu=0.1, rps=10.0, queue=0.0, cache=0.5, models=2.0, lru=900.0, now=NOW)
         return [*full, room]
     views = run(pods, 6)
-    assert [served(v)[2:] for v in views] == [(0.0, 1.0), (2.0, 4.0), (20.0, 4.0), (20.0, 4.0), (20.0, 4.0),
-                                              (20.0, 4.0)]
-    assert views[2].proposals["cache"] == 4
+    assert [served(v)[2:] for v in views] == [(0.0, 1.0), (2.0, 3.0), (20.0, 3.0), (20.0, 3.0), (20.0, 3.0),
+                                              (20.0, 3.0)]
+    assert views[2].proposals["cache"] == 3
 
 
 def test_a_sample_older_than_the_hold_is_left_out_after_a_restart() -> None:

@@ -155,8 +155,9 @@ def test_the_pods_back_serve_what_they_would_have_without_the_gap() -> None:
 def test_the_pod_with_room_gone_may_raise_cache_pressure_and_replicas() -> None:
     """Two full pods (LRU age 300 s: pressure 600 / 300 = 2) and one with room: the runtime has room, pressure 0,
     and GPU 3 x 0.1 / 0.8 asks for 1 pod. The pod with room's exporter down: whether it still has room is not
-    known, and the fresh pods evict copies used 300 s before, so the pressure rises to 2 and the cache term to
-    3 x 1.2 = 3.6: 4 replicas (docs/design.md, Missing data: a value may rise during a gap, never fall). Taken as
+    known, and the fresh pods' oldest copies were used 300 s before, so the pressure rises to 2 and the cache term,
+    over the two fresh pods (DESIGN §5), to 2 x 1.2 = 2.4: 3 replicas (docs/design.md, Missing data: a value may
+    rise during a gap, never fall; counted in n as full, the stale pod made it 4, past the contract's). Taken as
     room, its last state pinned the pressure at 0 however hard the others evicted. Back with room: 0 again, and
     what is served falls at the slow-fall rate."""
     def pods(now: float) -> list[PodSample]:
@@ -168,7 +169,7 @@ def test_the_pod_with_room_gone_may_raise_cache_pressure_and_replicas() -> None:
     gap = pods(NOW + STEP)
     gap[2] = pods(NOW)[2]
     view, memory = decide(snapshot(tuple(gap), now=NOW + STEP), POLICY, memory, NOW + STEP, WINDOW)
-    assert (view.values[CACHE].value, view.values[DESIRED].value) == (2.0, 4.0), view.proposals
+    assert (view.values[CACHE].value, view.values[DESIRED].value) == (2.0, 3.0), view.proposals
     view, _ = decide(snapshot(tuple(pods(NOW + 2 * STEP)), now=NOW + 2 * STEP), POLICY, memory, NOW + 2 * STEP,
                      WINDOW)
     served = view.values[CACHE].value

@@ -80,3 +80,35 @@ async def test_a_pod_whose_load_leaves_the_answer_keeps_its_last_load_beside_its
     a2 = second.pods[1]
     assert (a2.gpu_busy, a2.gpu_sampled_at) == (0.8, now + 9), a2
     assert (a2.sampled_at, a2.requests_per_second) == (now - 5, 30.0), a2  # its last good load, at its old time
+
+
+@pytest.mark.parametrize("gpu_source", ["exporter", "dcgm"])
+async def test_a_gpu_read_again_while_the_load_is_held_is_fresh(
+        aiohttp_server: AiohttpServer, sources: list[PrometheusSource], now: float, gpu_source: GpuSource) -> None:
+    """A reviewer: a pod's GPU busy gone (kept, marked held), then its load gone while its GPU is read again: the
+    mark stayed with the held load, and /debug said its GPU stale ("gpu missing on 1 of 2 ready pods") at every
+    refresh while the reading was 6 s old."""
+    answers: dict[str, list[dict[str, object]]] = {}
+    source = PrometheusSource(two_pods(TRITON), await answering_prometheus(aiohttp_server, answers),
+                              gpu_source=gpu_source)
+    sources.append(source)
+    freshness, gpu, rps, *_, gpu_freshness = source.queries[:9]
+    series = series_at(TRITON.namespace, now)
+    policy = RuntimePolicy(max_staleness_s=30)
+
+    def answer(stamp: float, load: list[str], busy: dict[str, float]) -> None:
+        answers[freshness] = [series(pod, stamp) for pod in load]
+        answers[rps] = [series(pod, 10.0) for pod in load]
+        answers[gpu] = [series(pod, value) for pod, value in busy.items()]
+        answers[gpu_freshness] = [series(pod, stamp - 1) for pod in busy]
+
+    answer(now - 5, ["a-1", "a-2"], {"a-1": 0.9, "a-2": 0.9})
+    await source.collect(now)
+    answer(now + 10, ["a-1", "a-2"], {"a-1": 0.9})  # a-2's GPU gone: kept, held
+    await source.collect(now + 15)
+    answer(now + 25, ["a-1"], {"a-1": 0.1, "a-2": 0.1})  # a-2's load gone, its GPU read again
+    [snapshot] = await source.collect(now + 30)
+
+    a2 = snapshot.pods[1]
+    assert (a2.gpu_busy, a2.gpu_sampled_at, a2.gpu_held) == (0.1, now + 24, False), a2
+    assert aggregate(snapshot.pods, policy, now + 30).signals["gpu"].missing == 0
