@@ -84,7 +84,8 @@ def test_a_gap_serves_what_the_missing_pods_last_values_would(
     """Refresh 0: every pod fresh. Refresh 1, `elapsed` later (a step to hours; or an adapter restarted, with no
     memory): some pods stale, each at a last sample of its own age (the sources keep them), the others with new
     loads. The reference is the same refresh with each stale pod whose sample is recent (`HELD_SAMPLE_S`) fresh at
-    those last values, its cache state unknown (no cache use, no LRU age: in n, neither room nor full), and the
+    those last values, its cache unreported (no cache use, LRU age or model count: in neither the cache question
+    nor the cache term's n), and the
     older ones gone: the targets (GPU busy, request load, cache pressure) are the same, and what is served is never
     below the reference's nor above what the reference or the value before explain. Below `min_coverage` fresh
     every value stays 503."""
@@ -110,7 +111,8 @@ def test_a_gap_serves_what_the_missing_pods_last_values_would(
     memory: RuntimeMemory | None = None if restart else kept
     now = NOW + elapsed
     with_gap = fleet(after, now, ages)
-    reference = [replace(p, sampled_at=now - 5.0, cache_used_ratio=None, lru_age_s=None) if missing else p
+    reference = [replace(p, sampled_at=now - 5.0, cache_used_ratio=None, lru_age_s=None, models_loaded=None)
+                 if missing else p
                  for p, missing in zip(with_gap, gone, strict=True)
                  if not missing or now - p.sampled_at <= HELD_SAMPLE_S]  # type: ignore[operator]
     ref_view, _ = decide(snapshot(tuple(reference), now=now), POLICY, memory, now, WINDOW)
