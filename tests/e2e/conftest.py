@@ -47,6 +47,12 @@ class DataPath:
     def exporter_url(self) -> str:
         return self.exporter_urls[0]
 
+    def prometheus_target_labels(self) -> dict[str, dict[str, str]]:
+        """Each exporter's scrape target (host:port) with the labels the adapter's Prometheus queries select a
+        pod by, as the shipped scrape config relabels them (`PrometheusServer(target_labels=...)`)."""
+        return {url.removeprefix("http://").removesuffix("/metrics"): {"namespace": "default", "pod": f"pod-{i}"}
+                for i, url in enumerate(self.exporter_urls)}
+
     def set_load(self, pod: int = 0, **load: float) -> None:
         http_post_json(self.modelmesh_urls[pod].replace("/metrics", "/control"), json.dumps(load))
 

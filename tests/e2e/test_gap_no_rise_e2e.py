@@ -129,9 +129,7 @@ async def test_idle_pods_gpu_failing_in_prometheus_mode_moves_gpu_busy_only_with
         adapter_args=["--source", "prometheus", "--prometheus-url", f"http://127.0.0.1:{port}",
                       "--max-staleness", "10"],
     ) as path:
-        labels = {url.removeprefix("http://").removesuffix("/metrics"): {"namespace": "default", "pod": f"pod-{i}"}
-                  for i, url in enumerate(path.exporter_urls)}
-        async with PrometheusServer(path.exporter_urls, port=port, target_labels=labels,
+        async with PrometheusServer(path.exporter_urls, port=port, target_labels=path.prometheus_target_labels(),
                                     workdir=tmp_path / "prometheus"):
             await until(lambda: (v := path.value("modelmesh_gpu_busy")) is not None and abs(v - 0.5414) < 0.012,
                         timeout=60)

@@ -122,9 +122,7 @@ async def test_exporter_restart_in_prometheus_mode_does_not_lower_values(tmp_pat
         adapter_args=["--source", "prometheus", "--prometheus-url", f"http://127.0.0.1:{port}",
                       "--max-staleness", "10"],
     ) as path:
-        labels = {url.removeprefix("http://").removesuffix("/metrics"): {"namespace": "default", "pod": f"pod-{i}"}
-                  for i, url in enumerate(path.exporter_urls)}
-        async with PrometheusServer(path.exporter_urls, port=port, target_labels=labels,
+        async with PrometheusServer(path.exporter_urls, port=port, target_labels=path.prometheus_target_labels(),
                                     workdir=tmp_path / "prometheus"):
             # 2 pods x 130 req/s = 260 req/s at 100 per pod: 2.6 pods, 3.
             await until(lambda: path.value("modelmesh_desired_replicas") == 3.0, timeout=60)

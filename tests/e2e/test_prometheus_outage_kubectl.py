@@ -34,9 +34,7 @@ async def test_a_dead_prometheus_is_one_clear_503_and_the_adapter_stays_availabl
         adapter_args=["--source", "prometheus", "--prometheus-url", f"http://127.0.0.1:{port}",
                       "--prometheus-timeout", "1"],
     ) as path:
-        labels = {url.removeprefix("http://").removesuffix("/metrics"): {"namespace": "default", "pod": f"pod-{i}"}
-                  for i, url in enumerate(path.exporter_urls)}
-        prometheus = PrometheusServer(path.exporter_urls, port=port, target_labels=labels,
+        prometheus = PrometheusServer(path.exporter_urls, port=port, target_labels=path.prometheus_target_labels(),
                                       workdir=tmp_path / "prometheus")
         async with prometheus:
             # 2 pods x 130 req/s at 100 per pod: 2.6, so 3.

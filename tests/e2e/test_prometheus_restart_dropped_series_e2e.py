@@ -37,12 +37,10 @@ async def test_an_lru_age_dropped_across_a_prometheus_restart_is_not_served_from
         adapter_args=["--source", "prometheus", "--prometheus-url", f"http://127.0.0.1:{port}",
                       "--max-staleness", "10"],
     ) as path:
-        labels = {url.removeprefix("http://").removesuffix("/metrics"): {"namespace": "default", "pod": f"pod-{i}"}
-                  for i, url in enumerate(path.exporter_urls)}
         for pod in (0, 1):
             path.set_load(pod, cache_used_ratio=0.95, lru_age_s=900.0, lru_time_published=False)
         # The default lookback: the old sample would be served for 5 minutes, far past the wait below.
-        prometheus = PrometheusServer(path.exporter_urls, port=port, target_labels=labels,
+        prometheus = PrometheusServer(path.exporter_urls, port=port, target_labels=path.prometheus_target_labels(),
                                       workdir=tmp_path / "prometheus")
         async with prometheus:
             await until(lambda: (value := path.value("modelmesh_cache_pressure")) is not None
