@@ -62,6 +62,15 @@ def inventory(base: str, *pods: str) -> StaticDiscovery:
         PodTarget(name=pod, ready=True, url=f"{base}/{pod}/metrics") for pod in pods))])
 
 
+async def refreshed_each_second_for_30_s(source: ScrapeSource) -> None:
+    """One refresh a second for 30 s, then closed: a pod that keeps failing slowly is due at 1000, 1005, 1015."""
+    try:
+        for now in range(1000, 1031):
+            await source.collect(float(now))
+    finally:
+        await source.close()
+
+
 async def test_a_timeout_is_backed_off_however_short(aiohttp_server: AiohttpServer) -> None:
     """A reviewer: a hung exporter cut off by a scrape timeout under a second (or by the refresh's deadline just
     after its scrape began) was read as a cheap failure and tried at every refresh, holding a slot each time."""
@@ -76,11 +85,7 @@ async def test_a_timeout_is_backed_off_however_short(aiohttp_server: AiohttpServ
     app.router.add_get("/{pod}/metrics", hung)
     server = await aiohttp_server(app)
     source = ScrapeSource(inventory(str(server.make_url("")), "hung"), timeout_s=0.2)
-    try:
-        for now in range(1000, 1031):  # one refresh a second for 30 s: due at 1000, 1005, 1015
-            await source.collect(float(now))
-    finally:
-        await source.close()
+    await refreshed_each_second_for_30_s(source)
     assert hits["hung"] == 3
     assert source.errors["timeout"] == 3
 
@@ -92,11 +97,7 @@ SLOW_S = 0.2
 async def test_a_failing_pod_is_skipped_until_its_backoff_passes(exporters: tuple[str, Counter[str]]) -> None:
     base, hits = exporters
     source = ScrapeSource(inventory(base, "dead"), timeout_s=2, retries=ScrapeRetries(cheap_failure_s=SLOW_S / 2))
-    try:
-        for now in range(1000, 1031):  # one refresh a second for 30 s: due at 1000, 1005, 1015
-            await source.collect(float(now))
-    finally:
-        await source.close()
+    await refreshed_each_second_for_30_s(source)
     assert hits["dead"] == 3
     assert source.errors["http"] == 3
 
