@@ -17,19 +17,10 @@ from collections.abc import Callable
 import pytest
 
 from autoscaler.model import PodSample, RuntimeView
-from autoscaler.names import ServedMetric
 from autoscaler.policies.aggregation import HELD_SAMPLE_S
 from autoscaler.policies.decision import RuntimeMemory, decide
-from autoscaler.policies.policy import RuntimePolicy
 from tests.policies.builders import NOW, pod, snapshot
-
-DESIRED = ServedMetric.DESIRED_REPLICAS
-GPU = ServedMetric.GPU_BUSY
-LOAD = ServedMetric.REQUEST_LOAD
-CACHE = ServedMetric.CACHE_PRESSURE
-WINDOW = 30.0
-POLICY = RuntimePolicy(target_rps_per_pod=100.0)  # max_staleness 45 s, target_lru_age 600 s, cap 1.2
-STEP = 60.0
+from tests.policies.test_gap_values import CACHE, DESIRED, GPU, LOAD, POLICY, STEP, WINDOW
 
 
 def served(view: RuntimeView) -> tuple[float | None, ...]:

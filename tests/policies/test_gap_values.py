@@ -67,6 +67,21 @@ def test_idle_pods_gone_neither_raise_nor_lower_gpu_busy() -> None:
     assert view.values[GPU].value == busy
 
 
+def assert_served_as_reference(metric: ServedMetric, gapped: tuple[float | None, float | None],
+                               reference: tuple[float | None, float | None], before: float | None) -> None:
+    """A value (served, raw) of a refresh with a gap against the same refresh with the gone signals fresh at their
+    last values: the same target, served never below the reference's, nor above what the reference or the value
+    `before` (the one served a refresh earlier) explain."""
+    (served, raw), (ref_served, ref_raw) = gapped, reference
+    assert served is not None and ref_served is not None, (metric, gapped, reference)
+    if metric is not DESIRED:  # (the replica count's raw is the recommendation, served rounded up)
+        assert raw is not None and ref_raw is not None, metric
+        assert abs(raw - ref_raw) <= 1e-9 * max(1.0, ref_raw), (metric, raw, ref_raw)
+    assert served >= ref_served - 1e-9 * max(1.0, ref_served), (metric, served, ref_served)
+    explained = max(ref_served, before or 0.0)
+    assert served <= explained + 1e-9 * max(1.0, explained), (metric, served, ref_served, before)
+
+
 load = st.tuples(st.floats(min_value=0.0, max_value=1.0), st.floats(min_value=0.0, max_value=500.0),
                 st.none() | st.floats(min_value=10.0, max_value=2000.0))
 
@@ -123,18 +138,12 @@ def test_a_gap_serves_what_the_missing_pods_last_values_would(
         return
     explains = start if memory is not None else ref
     for metric in (GPU, LOAD, CACHE):
-        (served, raw), (ref_served, ref_raw) = gap[metric], ref[metric]
+        raw, ref_raw = gap[metric][1], ref[metric][1]
         assert (raw is None) == (ref_raw is None), (metric, raw, ref_raw)  # (no fresh pod with cache use: none)
-        if raw is None or ref_raw is None:
+        if raw is None:
             continue
-        assert ref_served is not None and served is not None
-        assert abs(raw - ref_raw) <= 1e-9 * max(1.0, ref_raw), (metric, raw, ref_raw)
-        assert served >= ref_served - 1e-9 * max(1.0, ref_served), (metric, served, ref_served)
-        explained = max(ref_served, explains[metric][0] or 0.0)
-        assert served <= explained + 1e-9 * max(1.0, explained), (metric, served, ref_served, start[metric])
-    served_d, ref_d, start_d = gap[DESIRED][0], ref[DESIRED][0], explains[DESIRED][0]
-    assert served_d is not None and ref_d is not None and start_d is not None
-    assert ref_d <= served_d <= max(ref_d, start_d), (served_d, ref_d, start_d)
+        assert_served_as_reference(metric, gap[metric], ref[metric], explains[metric][0])
+    assert_served_as_reference(DESIRED, gap[DESIRED], ref[DESIRED], explains[DESIRED][0])
 
 
 def test_the_pods_back_serve_what_they_would_have_without_the_gap() -> None:
@@ -230,12 +239,5 @@ def test_a_partial_gap_serves_what_the_signals_last_values_would(
     # A stale load carries a stale cache state, which answers no cache question (the whole-pod property above):
     # the cache is compared only where every pod's load is read.
     for metric in (GPU, LOAD, CACHE) if set(gaps) <= {"", "gpu"} else (GPU, LOAD):
-        (served, raw), (ref_served, ref_raw) = gapped[metric], ref[metric]
-        assert raw is not None and ref_raw is not None and ref_served is not None and served is not None, metric
-        assert abs(raw - ref_raw) <= 1e-9 * max(1.0, ref_raw), (metric, raw, ref_raw)
-        assert served >= ref_served - 1e-9 * max(1.0, ref_served), (metric, served, ref_served)
-        explained = max(ref_served, start[metric][0] or 0.0)
-        assert served <= explained + 1e-9 * max(1.0, explained), (metric, served, ref_served, start[metric])
-    served_d, ref_d, start_d = gapped[DESIRED][0], ref[DESIRED][0], start[DESIRED][0]
-    assert served_d is not None and ref_d is not None and start_d is not None
-    assert ref_d <= served_d <= max(ref_d, start_d), (served_d, ref_d, start_d)
+        assert_served_as_reference(metric, gapped[metric], ref[metric], start[metric][0])
+    assert_served_as_reference(DESIRED, gapped[DESIRED], ref[DESIRED], start[DESIRED][0])
