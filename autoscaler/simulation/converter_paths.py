@@ -9,6 +9,7 @@ alike and as `simulate` does.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -100,4 +101,18 @@ def unwritable(out: Path) -> str | None:
         return f"--out {out}: no directory {folder}; make it first (mkdir -p {folder}) or give another path"
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"--out {out}: cannot make a file in {folder}: {_denied(folder)}; give a path you can write"
+    return None
+
+
+def written_over(out: Path, inputs: Sequence[Path]) -> str | None:
+    """Why `out` may not be written, where it is one of the `inputs` (the same file, however spelled: a symlink,
+    another path), or None: `--out d01.csv` given by mistake overwrote the downloaded day, and `request_log
+    a=app.log --out app.log` the user's log, without a word. `--out -` is standard output, never a file read (a
+    file named `-` where it runs, the old `minute_table --out -`'s, is not it)."""
+    if str(out) == STDIN:
+        return None
+    for source in inputs:
+        with contextlib.suppress(OSError):  # `out` not there yet (or an input not readable: reading it says so)
+            if os.path.samefile(out, source):
+                return f"--out {out} is {source}, one of the files read: give the output another name"
     return None

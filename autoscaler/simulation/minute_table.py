@@ -14,16 +14,14 @@ is the same model in every file; `--top N` keeps the N models with the most requ
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from autoscaler.simulation.converter_paths import read_once, refuse, unreadable, unwritable, why
+from autoscaler.simulation.converter_paths import read_once, refuse, unreadable, unwritable, why, written_over
 from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.request_log import reading_progress
 from autoscaler.simulation.standard_input import STDIN, STDIN_NAME, argument_path
@@ -106,19 +104,6 @@ def _span(minutes: int) -> str:
     return f"{minutes / 60:g} h"
 
 
-def day_written_over(out: Path, days: Sequence[Path]) -> Path | None:
-    """The day `out` is (the same file, however spelled: a symlink, another path), or None: `--out d01.csv`
-    given by mistake overwrote the downloaded day without a word. `--out -` is standard output, never a file
-    read (a file named `-` where it runs, the old `--out -`'s, is not it)."""
-    if str(out) == STDIN:
-        return None
-    for day in days:
-        with contextlib.suppress(OSError):  # `out` not there yet (or a day not readable: reading it says so)
-            if os.path.samefile(out, day):
-                return day
-    return None
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m autoscaler.simulation.minute_table",
@@ -144,9 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for problem in (*(unreadable(path) for path in args.days), read_once(args.days), unwritable(args.out)):
         if problem is not None:
             return refuse(parser.prog, problem)
-    if (overwritten := day_written_over(args.out, args.days)) is not None:
-        return refuse(parser.prog, f"--out {args.out} is {overwritten}, one of the files read: give the output "
-                                   "another name")
+    if (overwritten := written_over(args.out, args.days)) is not None:
+        return refuse(parser.prog, overwritten)
     # With --top, every day is read twice, a day at a time: once to add up each model's requests, once to keep
     # the busiest's rows (14 days of 46,000 functions held whole until the busiest are known is 5 GB)
     passes = 1 if args.top is None else 2

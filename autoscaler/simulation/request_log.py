@@ -28,7 +28,7 @@ from typing import Final, TextIO, cast
 
 import numpy as np
 
-from autoscaler.simulation.converter_paths import read_once, refuse, unreadable, unwritable, why
+from autoscaler.simulation.converter_paths import read_once, refuse, unreadable, unwritable, why, written_over
 from autoscaler.simulation.header_advice import REQUEST_LOG_TIME_NAMES
 from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.standard_input import STDIN, STDIN_NAME, argument_path
@@ -255,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A path that cannot be read or written is said before the inputs are read, which takes half a minute for
     # a 105 MB log (converter_paths)
     for problem in (*(unreadable(path) for _, path in sources), read_once([path for _, path in sources]),
-                    unwritable(args.out)):
+                    unwritable(args.out), written_over(args.out, [path for _, path in sources])):
         if problem is not None:
             return refuse(parser.prog, problem)
     reading = None if args.quiet else reading_progress([path for _, path in sources])

@@ -252,3 +252,16 @@ def test_minute_tables_out_dash_is_standard_output_not_a_file_named_dash(tmp_pat
         assert "2 models -> standard output" in result.stderr, result.stderr
         (tmp_path / "t.csv").write_text(result.stdout)
         assert read_csv(tmp_path / "t.csv").total_requests == 8
+
+
+def test_request_log_refuses_to_write_over_a_log_it_reads(tmp_path: Path) -> None:
+    """`request_log a=app.log --out app.log` (or the log by another path: a symlink) replaced the user's log with
+    the trace made from it; minute_table refused that of a day it reads. Now refused before anything is read, the
+    log untouched."""
+    log = tmp_path / "app.log"
+    log.write_text(LOG)
+    (tmp_path / "same.log").symlink_to(log)
+    for out in (log, tmp_path / "same.log"):
+        said = refusal(run_module(REQUEST_LOG, f"a={log}", "--out", out, "--quiet"), REQUEST_LOG)
+        assert said == f"--out {out} is {log}, one of the files read: give the output another name", said
+    assert log.read_text() == LOG
