@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,10 +36,21 @@ def shown(path: Path) -> str:
     return STDIN_NAME if str(path) == STDIN else str(path)
 
 
-def _check_table(path: Path) -> None:
-    """Refuse a file that is not a per-minute table before reading it all: a trace replays as it is. Standard
-    input cannot be looked at twice: a day piped in is checked once read (`_check_read`)."""
+def piped_in(path: Path) -> bool:
+    """Whether `path` can be read only once: standard input, or a path that is no regular file (a pipe:
+    `<(zcat d01.csv.gz)`, `/dev/stdin`), whose header a first look would take from the read after it."""
     if str(path) == STDIN:
+        return True
+    try:
+        return not stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False  # reading it says what is wrong
+
+
+def _check_table(path: Path) -> None:
+    """Refuse a file that is not a per-minute table before reading it all: a trace replays as it is. A pipe
+    cannot be looked at twice: a day piped in is checked once read (`_check_read`)."""
+    if piped_in(path):
         return
     try:
         with unpacking(path), open_csv(path) as fh:  # a damaged gzip: said here, as read_csv says it
@@ -57,8 +69,8 @@ def _not_a_table(name: str) -> str:
 def _check_read(path: Path, day: Trace) -> Trace:
     """`day` as read from `path`, refused where it was not read as a per-minute table: a day piped in
     (`zcat d01.csv.gz | minute_table -`), which `_check_table` could not look at first."""
-    if str(path) == STDIN and not any(note.startswith(READ_AS) for note in day.notes):
-        raise TraceError(_not_a_table(STDIN_NAME))
+    if piped_in(path) and not any(note.startswith(READ_AS) for note in day.notes):
+        raise TraceError(_not_a_table(shown(path)))
     return day
 
 
@@ -136,18 +148,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     passes = 1 if args.top is None else 2
     reading = None if args.quiet else reading_progress(list(args.days) * passes)
     seen = 0
-    piped: list[Trace] = []  # a day piped in, read once: the second pass of --top takes it from here
+    piped: dict[Path, Trace] = {}  # the days piped in, read once: the second pass of --top takes them from here
 
     def day_of(path: Path) -> Trace:
         nonlocal seen
         progress = None if reading is None else reading(seen)
         seen += 1
-        if str(path) == STDIN and piped:
-            return piped[0]
+        if path in piped:
+            return piped[path]
         day = _check_read(path, read_csv(path, None if progress is None else lambda done, _: progress(done),
                                          all_zero_ok=True))
-        if str(path) == STDIN:
-            piped.append(day)
+        if piped_in(path):
+            piped[path] = day
         return day
 
     try:

@@ -265,3 +265,19 @@ def test_request_log_refuses_to_write_over_a_log_it_reads(tmp_path: Path) -> Non
         said = refusal(run_module(REQUEST_LOG, f"a={log}", "--out", out, "--quiet"), REQUEST_LOG)
         assert said == f"--out {out} is {log}, one of the files read: give the output another name", said
     assert log.read_text() == LOG
+
+
+@pytest.mark.parametrize("top", [[], ["--top", "1"]])
+@pytest.mark.parametrize(("pipe", "named"), [("", "<(cat day.csv)"), ("cat day.csv | ", "/dev/stdin")])
+def test_minute_table_reads_a_day_piped_in_by_path(tmp_path: Path, top: list[str], pipe: str, named: str) -> None:
+    """`minute_table <(zcat d01.csv.gz)` or `... | minute_table /dev/stdin`: the table check read the pipe's
+    header, and the day read after it was "not a per-minute table". A path that is no regular file is read once,
+    as `-` is."""
+    (tmp_path / "day.csv").write_text(DAY)
+    out = tmp_path / "t.csv"
+    result = subprocess.run(["bash", "-c", f'{pipe}"$0" -m {MINUTE_TABLE} {named} --out t.csv --quiet {" ".join(top)}',
+                             sys.executable], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 0, result.stderr
+    trace = read_csv(out)
+    assert trace.total_requests == (5 if top else 8) and len(trace.models) == (1 if top else 2)
