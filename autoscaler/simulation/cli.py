@@ -33,7 +33,7 @@ from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.run_size import RunSize, fixed_why, short_of_cache, short_of_requests, sizing
 from autoscaler.simulation.shapes import SHAPES
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
-from autoscaler.simulation.standard_input import argument_path
+from autoscaler.simulation.standard_input import argument_path, input_name
 from autoscaler.simulation.synthetic_size import (
     MAX_MODEL_HOURS,
     MAX_SYNTHETIC_HOURS,
@@ -256,14 +256,14 @@ def _synthetic(args: argparse.Namespace, name: str) -> Any:
 def _load_trace(args: argparse.Namespace, warn: Callable[[str], None]) -> tuple[Trace, str]:
     """The trace and how the report names it; `warn`: what the reading says before it is done (a file too big for
     the memory left: on stderr only), on a line of its own under a bar left short of its end."""
-    from autoscaler.simulation.trace import STDIN, STDIN_NAME, read_csv, synthetic
+    from autoscaler.simulation.trace import read_csv, synthetic
 
     def warn_now(message: str) -> None:
         ProgressBar.end_line()
         warn(message)
 
     if args.trace is not None:
-        name = STDIN_NAME if str(args.trace) == STDIN else str(args.trace)
+        name = input_name(args.trace)
         return read_csv(args.trace, None if args.quiet else ProgressBar("reading"), warn=warn_now), name
     models, hours, rps, shape, seed = (_synthetic(args, name) for name in ("models", "hours", "rps", "shape", "seed"))
     trace = synthetic(models=models, hours=hours, mean_rps=rps, shape=shape, seed=seed)

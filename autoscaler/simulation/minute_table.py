@@ -25,15 +25,10 @@ import numpy as np
 from autoscaler.simulation.converter_paths import read_once, refuse, unreadable, unwritable, why, written_over
 from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.request_log import reading_progress
-from autoscaler.simulation.standard_input import STDIN, STDIN_NAME, argument_path
+from autoscaler.simulation.standard_input import STDIN, argument_path, input_name
 from autoscaler.simulation.trace import Trace, read_csv, write_csv
 from autoscaler.simulation.trace_file import TraceError, open_csv, unpacking
 from autoscaler.simulation.trace_minutes import MANY, MINUTE_S, READ_AS, minute_columns
-
-
-def shown(path: Path) -> str:
-    """How a message names a day: `-` as standard input."""
-    return STDIN_NAME if str(path) == STDIN else str(path)
 
 
 def piped_in(path: Path) -> bool:
@@ -70,7 +65,7 @@ def _check_read(path: Path, day: Trace) -> Trace:
     """`day` as read from `path`, refused where it was not read as a per-minute table: a day piped in
     (`zcat d01.csv.gz | minute_table -`), which `_check_table` could not look at first."""
     if piped_in(path) and not any(note.startswith(READ_AS) for note in day.notes):
-        raise TraceError(_not_a_table(shown(path)))
+        raise TraceError(_not_a_table(input_name(path)))
     return day
 
 
@@ -81,7 +76,7 @@ def join(days: Sequence[tuple[Path, Trace]]) -> Trace:
     slots, models, counts = [], [], []
     for at, (path, day) in enumerate(days):
         if day.intervals != first.intervals:
-            raise TraceError(f"{shown(path)}: {day.intervals} minute columns, but {shown(first_path)} has "
+            raise TraceError(f"{input_name(path)}: {day.intervals} minute columns, but {input_name(first_path)} has "
                              f"{first.intervals}: each file must be one day of the same length, given in order")
         renumber = np.array([index.setdefault(name, len(index)) for name in day.models], dtype=np.int64)
         slots.append(day.slot + at * first.intervals)
@@ -171,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.top is not None:
             for path in args.days:
                 day = day_of(path)
-                notes += [f"{shown(path)}: {note}" for note in day.notes
+                notes += [f"{input_name(path)}: {note}" for note in day.notes
                           if not note.startswith(READ_AS) and MANY not in note]
                 for name, total in zip(day.models, np.bincount(day.model, weights=day.requests,
                                                                minlength=len(day.models)).tolist(), strict=True):
@@ -181,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for path in args.days:
             day = day_of(path)
             if kept is None:
-                notes += [f"{shown(path)}: {note}" for note in day.notes if not note.startswith(READ_AS)]
+                notes += [f"{input_name(path)}: {note}" for note in day.notes if not note.startswith(READ_AS)]
             days.append((path, day if kept is None else only(day, kept)))
         if reading is not None:
             reading(seen)(0)

@@ -15,23 +15,21 @@ bytes of the inputs: 3 million requests take half a minute, which without a word
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
-import io
 import math
 import os
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Final, TextIO, cast
+from typing import Final, TextIO
 
 import numpy as np
 
 from autoscaler.simulation.converter_paths import read_once, refuse, unreadable, unwritable, why, written_over
 from autoscaler.simulation.header_advice import REQUEST_LOG_TIME_NAMES
 from autoscaler.simulation.progress_bar import ProgressBar
-from autoscaler.simulation.standard_input import STDIN, STDIN_NAME, argument_path
+from autoscaler.simulation.standard_input import STDIN, argument_path, input_name, opened
 from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, epoch_unit, parse_time, seconds_text
 from autoscaler.simulation.trace import PROGRESS_ROWS
 from autoscaler.simulation.trace_file import (
@@ -94,7 +92,7 @@ def read_requests(path: Path, model: str | None, timestamp_column: str | None,
     for `.gz`), every `PROGRESS_ROWS` rows. A file that is not UTF-8 (Excel's code page), or a gzip cut
     short, was a traceback."""
     piped = str(path) == STDIN
-    shown = STDIN_NAME if piped else str(path)
+    shown = input_name(path)
     try:
         with unpacking(shown):
             yield from _requests(path, shown, model, timestamp_column, model_column, unit, progress)
@@ -102,17 +100,11 @@ def read_requests(path: Path, model: str | None, timestamp_column: str | None,
         raise TraceError(f"{shown}: not UTF-8 text: save it as CSV UTF-8" if piped else not_utf8(shown)) from exc
 
 
-def _opened(path: Path) -> contextlib.AbstractContextManager[io.BufferedReader]:
-    """The file at `path`, or standard input for `-` (`zcat log.csv.gz | request_log --model-column model -`),
-    left open for the rest of the run."""
-    if str(path) == STDIN:
-        return contextlib.nullcontext(cast(io.BufferedReader, sys.stdin.buffer))
-    return open(path, "rb")
-
-
 def _requests(path: Path, shown: str, model: str | None, timestamp_column: str | None, model_column: str | None,
               unit: str, progress: Callable[[int], None] | None) -> Iterator[tuple[float, str]]:
-    with _opened(path) as raw:  # as `open_csv` opens it, its byte position at hand for `progress`
+    # As `open_csv` opens it, its byte position at hand for `progress`; `-` standard input (`zcat log.csv.gz |
+    # request_log --model-column model -`)
+    with opened(path) as raw:
         # a pipe named by its path (`m=/dev/stdin`, `<(zcat log.gz)`) cannot seek back (`with_head`), nor say where
         # it is (its bar stays at its start)
         regular = known_size(raw) is not None

@@ -3,8 +3,12 @@ converters and the advice that names a converter's command line, which may not i
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import sys
 from pathlib import Path
-from typing import Final
+from typing import Final, cast
 
 STDIN: Final = "-"
 """The input name that reads standard input (`--trace -`, `minute_table -`, `request_log -`)."""
@@ -20,3 +24,16 @@ def argument_path(argument: str) -> Path:
     if argument != STDIN and str(path) == STDIN:
         return path.absolute()
     return path
+
+
+def input_name(path: str | os.PathLike[str]) -> str:
+    """How messages and reports name an input: `-` as standard input, a file by its path."""
+    name = os.fspath(path)
+    return STDIN_NAME if name == STDIN else name
+
+
+def opened(path: str | os.PathLike[str]) -> contextlib.AbstractContextManager[io.BufferedReader]:
+    """The input's bytes: standard input for `-` (left open for the rest of the run), else the file."""
+    if os.fspath(path) == STDIN:
+        return contextlib.nullcontext(cast(io.BufferedReader, sys.stdin.buffer))
+    return open(path, "rb")

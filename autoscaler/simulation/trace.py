@@ -33,7 +33,7 @@ import sys
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Final, TextIO, cast, overload
+from typing import Final, TextIO, overload
 
 import numpy as np
 
@@ -47,6 +47,7 @@ from autoscaler.simulation.shapes import SHAPE_PRESETS, Shape
 from autoscaler.simulation.silent_models import silent_model_notes
 from autoscaler.simulation.standard_input import STDIN as STDIN  # its importers keep their import
 from autoscaler.simulation.standard_input import STDIN_NAME as STDIN_NAME
+from autoscaler.simulation.standard_input import input_name, opened
 from autoscaler.simulation.synthetic_size import check_synthetic_size
 from autoscaler.simulation.timestamps import moment_text, seconds_text, zoneless
 from autoscaler.simulation.trace_checks import (
@@ -205,9 +206,9 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
     rather than after minutes of reading, by the run being killed."""
     name = os.fspath(path)
     piped = name == STDIN
-    shown = STDIN_NAME if piped else name
+    shown = input_name(name)
     try:
-        with unpacking(shown), (_standard_input() if piped else open(name, "rb")) as raw:
+        with unpacking(shown), (_standard_input() if piped else opened(name)) as raw:
             if not piped and os.isatty(raw.fileno()):  # `--trace /dev/stdin` typed with nothing piped in
                 raise TraceError(f"--trace {name}: a terminal: pipe a trace into it (zcat day.csv.gz | "
                                  f"modelmesh-autoscaler simulate --trace {name} ...), or give the file's name")
@@ -241,7 +242,7 @@ def _standard_input() -> contextlib.AbstractContextManager[io.BufferedReader]:
     if sys.stdin.isatty():
         raise TraceError(f"--trace {STDIN}: {STDIN_NAME} is a terminal: pipe a trace into it (zcat day.csv.gz | "
                          f"modelmesh-autoscaler simulate --trace {STDIN} ...), or give the file's name")
-    return contextlib.nullcontext(cast(io.BufferedReader, sys.stdin.buffer))
+    return opened(STDIN)
 
 
 PROGRESS_ROWS: Final = 1 << 16

@@ -48,7 +48,7 @@ class ScrapeRetries:
                  cheap_failure_s: float = CHEAP_FAILURE_S) -> None:
         self._initial_s = initial_s
         self._max_s = max_s
-        self.cheap_failure_s = cheap_failure_s
+        self._cheap_failure_s = cheap_failure_s
         self._streaks: dict[Hashable, _Streak] = {}
 
     def due(self, pod: Hashable, now: float) -> bool:
@@ -63,7 +63,7 @@ class ScrapeRetries:
         """Record a failure at `now` for `reason` that took `cost_s`; the streak length, 1 for a pod that was fine.
         The streak counts cheap failures too (the pod goes after the healthy ones), but only a costly one waits."""
         failures = self.failures(pod) + 1
-        cheap = fails_cheaply(reason, cost_s, self.cheap_failure_s)
+        cheap = fails_cheaply(reason, cost_s, self._cheap_failure_s)
         wait = 0.0 if cheap else exponential_delay(failures, self._initial_s, self._max_s)
         self._streaks[pod] = _Streak(failures, now + wait)
         return failures
