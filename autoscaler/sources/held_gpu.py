@@ -30,3 +30,11 @@ def with_last_gpu(sample: PodSample, last: PodSample | None) -> PodSample:
     if at is None:
         return sample
     return replace(sample, gpu_busy=last.gpu_busy, gpu_sampled_at=at, gpu_held=True)
+
+
+def with_gpu_read(last: PodSample, sample: PodSample) -> PodSample:
+    """The pod's last good load (`last`) held beside the GPU reading of `sample`, an answer without load data
+    (an exporter restarted with its ModelMesh collector failing): that GPU busy at its own time, a kept one's
+    mark cleared (it was held at every refresh after, its GPU read as stale)."""
+    return replace(last, gpu_busy=sample.gpu_busy, gpu_sampled_at=sample.gpu_sampled_at, gpu_held=False)
+

@@ -75,7 +75,7 @@ from autoscaler.sources.base import (
     SourceProblem,
 )
 from autoscaler.sources.exposition import SCALAR_FIELDS
-from autoscaler.sources.held_gpu import with_last_gpu
+from autoscaler.sources.held_gpu import with_gpu_read, with_last_gpu
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, PrometheusSourceError
 from autoscaler.sources.prometheus_current import NEWEST_SCRAPE_SERIES
 from autoscaler.sources.prometheus_dcgm import DcgmUnmatched
@@ -375,8 +375,7 @@ class PrometheusSource(SourceDefaults):
                 if previous is None:  # nothing to hold beside it: not read yet, as before its first load reading
                     sample = PodSample(name=target.name)
                 else:  # the last good load, at its old time, beside the GPU read (as the scrape source holds it)
-                    sample = replace(previous, gpu_busy=sample.gpu_busy, gpu_sampled_at=sample.gpu_sampled_at,
-                                     gpu_held=False)  # this reading's GPU, no kept one
+                    sample = with_gpu_read(previous, sample)
                     self._last[ref] = sample
             elif sample is not None and not _older(sample, previous):
                 # Its GPU busy gone from the answer (the GPU collector failing, DCGM's series gone) while its load

@@ -43,7 +43,7 @@ from autoscaler.sources.base import (
     ongoing_problem,
 )
 from autoscaler.sources.exposition import ExporterReading, ExpositionError, read_exporter_text
-from autoscaler.sources.held_gpu import with_last_gpu
+from autoscaler.sources.held_gpu import with_gpu_read, with_last_gpu
 from autoscaler.sources.pending_rates import PendingRates
 from autoscaler.sources.scrape_fetch import (
     CONNECT_TIMEOUT_S,
@@ -312,8 +312,7 @@ class ScrapeSource(SourceDefaults):
         kept as the pod's last good sample."""
         held = self._fallback(key, pod)
         if sample.gpu_sampled_at is not None:
-            held = replace(held, gpu_busy=sample.gpu_busy, gpu_sampled_at=sample.gpu_sampled_at,
-                           gpu_held=False)  # this answer's GPU reading, no kept one
+            held = with_gpu_read(held, sample)
         if held.no_gpu_collector != sample.no_gpu_collector:
             held = replace(held, no_gpu_collector=sample.no_gpu_collector)
         self._last_good[_pod_id(key, pod)] = held
