@@ -8,24 +8,26 @@ Counters are followed **per series** (name and labels), the way Prometheus's `ra
 ModelMesh never drops a series while it runs, so a reading is of a new container (a restart) when a series went
 down, or when its labelled series are all gone and it has published no instance record (a new JVM that has served
 nothing yet). Then everything the reading holds is the new container's, counted in full, and the old container's
-counts are forgotten: a series that shows up later is the new container's and counts in full too, not beyond the
-old count (a crash-looping ModelMesh, each JVM serving fewer requests than the first, was otherwise counted as
-serving nothing). Outside a restart a series missing from one body adds nothing and keeps its last count, so it
-does not count twice when it comes back; a new series counts in full. A body that carries the instance record but
-no counter series at all (with per-model metrics on every series is labelled, and a body cut down to the instance
-gauges has none left) is no news: it adds nothing (a point of the rate window at the last totals), and the next
-read is compared with the one before it, counting on from the last counts (read as a restart, the next good read
-counted ModelMesh's whole history again). A cut body without the instance record is the same as a new JVM that has
-not published it yet, and is read as a restart: the next read counts what the container holds in full. Comparing
-sums instead would read any missing series as a restart. A body without an unlabelled series the last one had is
-refused instead (ModelMesh serves those from its start, at 0 in a new container): it is cut or garbled, and read as
-a restart it would count the whole history again too. Where such a body came first (the exporter's first read), the
-read that brings the unlabelled series is a new baseline: its series were missing before, not new since. (With
-per-model metrics on there is no unlabelled series: a first read without counter series leaves nothing to count
-from, and the next read counts what ModelMesh served before the exporter started.) A body whose counts rose faster
-than the signals' ceilings allow (`exporter.counter_ceilings`) is refused too, the last good values kept, and is
-the baseline the next readings count on from (`exporter.counter_jumps`): a count that jumped once and stays costs
-one read, not every read after it.
+counts are forgotten, but for the series read since the old container's last read (a restart told reads late, where
+a new container first served only models new to the pod: those may be the new container's, already counted, and
+count on from their last counts, never twice): a series that shows up later is the new container's and counts in
+full too, not beyond the old count (a crash-looping ModelMesh, each JVM serving fewer requests than the first, was
+otherwise counted as serving nothing). Outside a restart a series missing from one body adds nothing and keeps its
+last count, so it does not count twice when it comes back; a new series counts in full. A body that carries the
+instance record but no counter series at all (with per-model metrics on every series is labelled, and a body cut
+down to the instance gauges has none left) is no news: it adds nothing (a point of the rate window at the last
+totals), and the next read is compared with the one before it, counting on from the last counts (read as a restart,
+the next good read counted ModelMesh's whole history again). A cut body without the instance record is the same as a
+new JVM that has not published it yet, and is read as a restart: the next read counts what the container holds in
+full. Comparing sums instead would read any missing series as a restart. A body without an unlabelled series the
+last one had is refused instead (ModelMesh serves those from its start, at 0 in a new container): it is cut or
+garbled, and read as a restart it would count the whole history again too. Where such a body came first (the
+exporter's first read), the read that brings the unlabelled series is a new baseline: its series were missing
+before, not new since. (With per-model metrics on there is no unlabelled series: a first read without counter series
+leaves nothing to count from, and the next read counts what ModelMesh served before the exporter started.) A body
+whose counts rose faster than the signals' ceilings allow (`exporter.counter_ceilings`) is refused too, the last
+good values kept, and is the baseline the next readings count on from (`exporter.counter_jumps`): a count that
+jumped once and stays costs one read, not every read after it.
 
 Logs go to the ModelMesh collector's logger (`exporter.collectors.modelmesh`), the one operators filter on.
 """
@@ -166,8 +168,10 @@ class CounterWindow:
         if previous is not None:
             risen = set()
             increases: dict[Series, float] = {}
-            # A new series, or any series of a new container: all of it happened since the last reading.
-            before: Mapping[Series, float] = {} if restart or rebase else self._counts
+            # A new series, or a series of a new container not read since it started: all of it happened since the
+            # last reading. A series read since then keeps its count as the baseline (`_kept_across`).
+            before: Mapping[Series, float] = (
+                {} if rebase else self._kept_across(series, previous.at) if restart else self._counts)
             for key, value in () if rebase else series.items():
                 increase = increases[key] = value - before.get(key, 0.0)
                 values[key[0]] += increase
@@ -186,10 +190,14 @@ class CounterWindow:
         if restart:
             # Every series of the old container is gone with it: one that shows up later is the new container's,
             # counted in full. Kept as a baseline, a new JVM's series counted only beyond the old count: a
-            # crash-looping ModelMesh whose JVMs each serve less than the first read as serving nothing.
-            self._jumps.forget(self._counts)
-            self._counts.clear()
-            self._seen_at.clear()
+            # crash-looping ModelMesh whose JVMs each serve less than the first read as serving nothing. A series
+            # read since the restart may be the new container's (`_kept_across`): its count stays the baseline.
+            kept = before.keys()
+            gone = [key for key in self._counts if key not in kept]
+            self._jumps.forget(gone)
+            for key in gone:
+                del self._counts[key]
+                del self._seen_at[key]
         self._counts.update(series)
         self._seen_at.update(dict.fromkeys(series, at))
         if not cut:
@@ -276,6 +284,24 @@ class CounterWindow:
             raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh output lacks every {SAMPLE_OF_FIELD[REQUESTS]} "
                                 f"series the last read had ({had}), while its other counts go on (no "
                                 "restart): cut short, garbled, or the request histogram renamed?")
+
+    def _kept_across(self, series: Mapping[Series, float], previous_at: float) -> dict[Series, float]:
+        """The series whose last count may be the new container's, at a restart told now: their counts, the
+        baselines its series count on from (the others count in full, and their old counts are forgotten).
+
+        The restart came after the last read of each series that went down (its count there was the old
+        container's), or after the last reading where no series did (a new JVM not publishing yet). A series read
+        after that may have been read of the new container, the restart untold: with per-model metrics on, a new
+        container that first serves only a model new to the pod has none of the old series, and its record
+        published, nothing tells it from the old one (a body may lack series). That series counted in full then;
+        counted in full again now, its requests counted twice (a reviewer's `requests_total` jumped by 41 in a
+        read where 11 requests came). Counted on from its last count, it counts each request once; what it had
+        before the restart, if its last read was still the old container's, is not counted (never twice, at
+        worst less: nothing tells which container it was read of)."""
+        counts, seen_at = self._counts, self._seen_at
+        down = [seen_at[key] for key, value in series.items() if value < counts.get(key, value)]
+        told_after = max(down, default=previous_at)
+        return {key: count for key, count in counts.items() if seen_at[key] > told_after}
 
     def _went_down(self, series: Mapping[tuple[str, Labels], float]) -> str | None:
         """Why this reading is of a new container, as its counts prove, or None. ModelMesh never drops a series
