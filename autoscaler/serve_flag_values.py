@@ -17,6 +17,7 @@ from exporter.flag_values import (
     csv,
     file_path,
     metrics_url,
+    seconds_from_zero,
     seconds_within,
     text,
     whole_number_within,
@@ -41,6 +42,28 @@ the adapter was starved of CPU; 1e20 never refreshed after the first."""
 
 refresh_interval = seconds_within(*REFRESH_INTERVAL_RANGE_S)
 """Seconds between refreshes, within `REFRESH_INTERVAL_RANGE_S`."""
+
+
+TIMEOUT_RANGE_S: Final = REFRESH_INTERVAL_RANGE_S
+"""The timeouts taken (`--scrape-timeout`, `--header-read-timeout`, `--keepalive-timeout`), as the refresh
+interval's: `--scrape-timeout 1e9` or `--keepalive-timeout 1e12` (a slip of unit or of zeros) was taken and waited
+for ever; below a tenth of a second every scrape, handshake or kept-alive connection fails or closes at once."""
+
+scrape_timeout = seconds_within(*TIMEOUT_RANGE_S)
+"""Seconds to wait for one exporter, within `TIMEOUT_RANGE_S`."""
+
+connection_timeout = seconds_within(*TIMEOUT_RANGE_S)
+"""Seconds a serving connection may wait (headers, idle kept-alive), within `TIMEOUT_RANGE_S`."""
+
+
+SHUTDOWN_DELAY_RANGE_S: Final = (0.0, 300.0)
+"""The shutdown delays taken: `--shutdown-delay 1e12` absorbed the kubelet's SIGTERM and served on until SIGKILL, at
+the pod's terminationGracePeriodSeconds (30 s in the shipped Deployment), with nothing said. The Service's endpoints
+drop a stopping pod within seconds; five minutes is already far beyond what any grace period is set for, and the
+delay must in any case stay below the pod's terminationGracePeriodSeconds minus the rest of the stop."""
+
+shutdown_delay = seconds_within(*SHUTDOWN_DELAY_RANGE_S, read=seconds_from_zero)
+"""Seconds of serving on after SIGTERM, within `SHUTDOWN_DELAY_RANGE_S` (0: none)."""
 
 
 def niceness(value: str) -> int:

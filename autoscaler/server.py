@@ -325,6 +325,7 @@ def serve_in_process(settings: ServeSettings) -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     from autoscaler.gcsettings import tune_for_refresh
     from autoscaler.serve_loop import connection_limits, serve_until_stopped
+    from autoscaler.stop_budget import say_stop_budget
     from exporter.stack_dumps import StackDumps
     from exporter.stop_signals import StopSignals
 
@@ -338,6 +339,7 @@ def serve_in_process(settings: ServeSettings) -> None:
         tune_for_refresh()  # start-up is over: the refresh runs in this process (autoscaler/gcsettings.py)
         log.info("serving external.metrics.k8s.io on %s (one process; source %s, refresh every %.0f s)",
                  settings.serving_url, settings.source, settings.refresh_interval_s)
+        say_stop_budget(settings)
 
     async def run() -> None:
         app, lifecycle = await build_app(settings, context)

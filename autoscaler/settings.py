@@ -27,6 +27,7 @@ from autoscaler.policies.policy import RuntimePolicy
 # Re-exported: where the refresh interval's bounds were read from before the converters moved.
 from autoscaler.serve_flag_values import REFRESH_INTERVAL_RANGE_S as REFRESH_INTERVAL_RANGE_S
 from autoscaler.serve_flag_values import (
+    connection_timeout,
     headers,
     label_matchers,
     label_name,
@@ -35,7 +36,9 @@ from autoscaler.serve_flag_values import (
     object_name,
     prometheus_url,
     refresh_interval,
+    scrape_timeout,
     server_name,
+    shutdown_delay,
     token_file,
     workers,
 )
@@ -299,12 +302,16 @@ _OPTIONS: Final = (
             "waits in line, before its TLS handshake, for a place freed by a refused or idle connection; each "
             "client address may hold a quarter of the places ahead of an address over its share",
             str(_D.max_connections), "N", _SERVING),
-    _Option("--header-read-timeout", seconds, "time allowed for the TLS handshake and for each request's "
-            "headers", f"{_D.header_read_timeout_s:g} s", "SECONDS", _SERVING, setting="header_read_timeout_s"),
-    _Option("--keepalive-timeout", seconds, "idle time before a kept-alive connection is closed",
+    _Option("--header-read-timeout", connection_timeout, "time allowed for the TLS handshake and for each "
+            "request's headers (0.1 to 3600)", f"{_D.header_read_timeout_s:g} s", "SECONDS", _SERVING,
+            setting="header_read_timeout_s"),
+    _Option("--keepalive-timeout", connection_timeout, "idle time before a kept-alive connection is closed (0.1 to "
+            "3600)",
             f"{_D.keepalive_timeout_s:g} s", "SECONDS", _SERVING, setting="keepalive_timeout_s"),
-    _Option("--shutdown-delay", seconds_from_zero, "after SIGTERM, how long /readyz fails while the workers still "
-            "serve, so that the Service's endpoints drop the pod before its port closes; 0 closes at once",
+    _Option("--shutdown-delay", shutdown_delay, "after SIGTERM, how long /readyz fails while the workers still "
+            "serve, so that the Service's endpoints drop the pod before its port closes; 0 closes at once; 0 to 300, "
+            "and below the pod's terminationGracePeriodSeconds minus the rest of the stop (the Lease release, the "
+            "workers' stop), else the kubelet kills it mid-way",
             f"{_D.shutdown_delay_s:g} s", "SECONDS", _SERVING, setting="shutdown_delay_s"),
     # Where the data comes from.
     _Option("--source", choice("scrape", "prometheus"), "scrape every exporter sidecar directly (no "
@@ -345,7 +352,8 @@ _OPTIONS: Final = (
             _D.dcgm_namespace_label, "LABEL", _SOURCE),
     _Option("--exporter-port", port, "TCP port of the exporter sidecar on each runtime pod",
             str(_D.exporter_port), "PORT", _SOURCE),
-    _Option("--scrape-timeout", seconds, "seconds to wait for one exporter before keeping its last sample",
+    _Option("--scrape-timeout", scrape_timeout, "seconds to wait for one exporter before keeping its last sample "
+            "(0.1 to 3600)",
             f"{_D.scrape_timeout_s:g} s", "SECONDS", _SOURCE, setting="scrape_timeout_s"),
     _Option("--scrape-concurrency", count, "number of exporters scraped at once",
             str(_D.scrape_concurrency), "N", _SOURCE),

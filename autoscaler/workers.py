@@ -42,6 +42,7 @@ from autoscaler.kube.review_connection import ReviewConnection
 from autoscaler.scratch import owned_directory, sweep_abandoned
 from autoscaler.serve_loop import StopRequests, serve_shutdown_delay
 from autoscaler.settings import ServeSettings
+from autoscaler.stop_budget import say_stop_budget
 from autoscaler.worker_pool import STOP_TIMEOUT_S, WorkerPool
 from exporter.stack_dumps import StackDumps
 from exporter.stop_signals import StopSignals
@@ -158,6 +159,7 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
         log.info("serving external.metrics.k8s.io on %s with %d worker process%s (source %s, refresh every %.0f s)",
                  settings.serving_url, settings.workers, "" if settings.workers == 1 else "es", settings.source,
                  settings.refresh_interval_s)
+        say_stop_budget(settings)
         stack = RefreshStack(settings)
         refresher, metrics = stack.refresher, stack.metrics
         publisher = SnapshotPublisher(metrics, refresher.policies, refresher.source)

@@ -133,6 +133,32 @@ load_window = seconds_within(*LOAD_WINDOW_RANGE_S)
 """Seconds of the load window, within `LOAD_WINDOW_RANGE_S`."""
 
 
+TIMEOUT_RANGE_S = MODELMESH_INTERVAL_RANGE_S
+"""The ModelMesh read timeouts taken, as the intervals: `--modelmesh-timeout 1e9` (a slip of zeros) was taken, and a
+ModelMesh that stopped answering held the read, and the values, for ever; below a tenth of a second every read
+times out."""
+
+modelmesh_timeout = seconds_within(*TIMEOUT_RANGE_S)
+"""Seconds to wait for one ModelMesh read, within `TIMEOUT_RANGE_S`."""
+
+
+GPU_WINDOW_RANGE_S = (0.1, 3600.0)
+"""The GPU windows taken: the window keeps NVML's samples within it, so `--gpu-window 1e9` kept every sample for
+ever, as `--load-window 1e12` kept every reading; an hour is far longer than any scaling decision looks back."""
+
+gpu_window = seconds_within(*GPU_WINDOW_RANGE_S)
+"""Seconds of NVML samples averaged into busy, within `GPU_WINDOW_RANGE_S`."""
+
+
+GPU_INTERVAL_RANGE_S = (0.1, 3600.0)
+"""The NVML read intervals taken: `--gpu-interval 1e9` read the GPUs once and never again, the busy ratio held at
+its first reading; below a tenth of a second NVML is asked without pause for samples it makes a few times a
+second."""
+
+gpu_interval = seconds_within(*GPU_INTERVAL_RANGE_S)
+"""Seconds between NVML reads, within `GPU_INTERVAL_RANGE_S`."""
+
+
 _UUID_HINT: Final = "give the UUIDs nvidia-smi -L prints (GPU-..., MIG-...)"
 
 
@@ -203,8 +229,9 @@ _OPTIONS: Final = (
     _Option("--modelmesh-ca-file", ca_file, "PEM CA bundle that signs the https certificate of what serves "
             "--modelmesh-url (a proxy of yours in front of ModelMesh; ModelMesh's own certificate cannot be "
             "verified)", "the system's CAs", "FILE"),
-    _Option("--modelmesh-timeout", seconds, "seconds to wait for one ModelMesh scrape before counting a "
-            "timeout and keeping the last values", f"{_D.modelmesh_timeout_s:g} s", setting="modelmesh_timeout_s"),
+    _Option("--modelmesh-timeout", modelmesh_timeout, "seconds to wait for one ModelMesh scrape before counting "
+            "a timeout and keeping the last values (0.1 to 3600)", f"{_D.modelmesh_timeout_s:g} s",
+            "SECONDS", setting="modelmesh_timeout_s"),
     _Option("--modelmesh-interval", modelmesh_interval, "seconds between ModelMesh scrapes (0.1 to 3600)",
             f"{_D.modelmesh_interval_s:g} s", "SECONDS", setting="modelmesh_interval_s"),
     _Option("--load-window", load_window, "seconds over which requests/s, mean queue delay and cache misses/s "
@@ -234,10 +261,11 @@ _OPTIONS: Final = (
     _Option("--gpu-pod-namespace", env_flags.namespace, "this pod's namespace for --gpu-pod-resources-socket; "
             "kept for sidecars patched before --pod-namespace, which it defaults to (give --pod-namespace alone; "
             "both, different, are refused)", "--pod-namespace", "NAMESPACE"),
-    _Option("--gpu-window", seconds, "seconds of NVML utilization samples averaged into the busy ratio",
-            f"{_D.gpu_window_s:g} s", setting="gpu_window_s"),
-    _Option("--gpu-interval", seconds, "seconds between NVML reads (in the background, never inside a "
-            "scrape)", f"{_D.gpu_interval_s:g} s", setting="gpu_interval_s"),
+    _Option("--gpu-window", gpu_window, "seconds of NVML utilization samples averaged into the busy ratio (0.1 to "
+            "3600)",
+            f"{_D.gpu_window_s:g} s", "SECONDS", setting="gpu_window_s"),
+    _Option("--gpu-interval", gpu_interval, "seconds between NVML reads (in the background, never inside a "
+            "scrape; 0.1 to 3600)", f"{_D.gpu_interval_s:g} s", "SECONDS", setting="gpu_interval_s"),
     _Option("--pod-name", pod_name, "this pod's name (downward API metadata.name), published with its namespace "
             "and uid as modelmesh_exporter_pod_info: the adapter, which scrapes by pod IP, refuses an answer that "
             "names another pod (the IP given again to a new pod while the old one is still listed)", "none", "NAME"),

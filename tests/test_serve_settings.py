@@ -186,6 +186,11 @@ BAD_VARIABLES = [
     # Accepted, 100000 forked serving processes until memory ran out.
     ("AUTOSCALER_WORKERS", "100000", "0 to 64"),
     ("AUTOSCALER_REFRESH_INTERVAL", "1e20", "0.1 to 3600"),
+    # Accepted, and waited on for ever (a shutdown delay: served on until the kubelet's SIGKILL).
+    ("AUTOSCALER_SCRAPE_TIMEOUT", "1e9", "must be 0.1 to 3600 seconds"),
+    ("AUTOSCALER_KEEPALIVE_TIMEOUT", "1e12", "must be 0.1 to 3600 seconds"),
+    ("AUTOSCALER_HEADER_READ_TIMEOUT", "2h", "must be 0.1 to 3600 seconds"),
+    ("AUTOSCALER_SHUTDOWN_DELAY", "1e12", "must be 0 to 300 seconds"),
 ]
 
 
@@ -248,6 +253,14 @@ def test_an_unknown_flag_is_reported_with_its_commands_usage(
     ("--refresh-interval", "0.001", "must be 0.1 to 3600 seconds"),
     ("--refresh-interval", "1e-9", "must be 0.1 to 3600 seconds"),
     ("--refresh-interval", "1e20", "must be 0.1 to 3600 seconds"),
+    # Accepted, and waited on for ever: `--shutdown-delay 1e12` took the first SIGTERM and served on for minutes,
+    # until the kubelet's SIGKILL at terminationGracePeriodSeconds, and nothing said so.
+    ("--scrape-timeout", "1e9", "must be 0.1 to 3600 seconds"),
+    ("--scrape-timeout", "1ms", "must be 0.1 to 3600 seconds"),
+    ("--keepalive-timeout", "1e12", "must be 0.1 to 3600 seconds"),
+    ("--header-read-timeout", "1e12", "must be 0.1 to 3600 seconds"),
+    ("--shutdown-delay", "1e12", "must be 0 to 300 seconds"),
+    ("--shutdown-delay", "301s", "must be 0 to 300 seconds"),
     # Accepted, these failed every refresh with Prometheus's 400 "parse error", which names no flag.
     ("--prometheus-namespace-label", "kubernetes-namespace", "expected a Prometheus label name"),
     ("--prometheus-pod-label", "pod name", "expected a Prometheus label name"),

@@ -57,6 +57,13 @@ def test_help_explains_units_and_defaults() -> None:
         # Accepted: every reading kept for ever, the sidecar's memory growing to its limit.
         (["--load-window", "1e12"], {}, "argument --load-window: must be 0.1 to 3600 seconds, got '1e12'"),
         ([], {"EXPORTER_LOAD_WINDOW": "2h"}, "EXPORTER_LOAD_WINDOW"),
+        # Accepted: a read that never timed out, NVML samples kept for ever, the GPUs read once.
+        (["--modelmesh-timeout", "1e9"], {}, "argument --modelmesh-timeout: must be 0.1 to 3600 seconds, got '1e9'"),
+        (["--gpu-window", "1e9"], {}, "argument --gpu-window: must be 0.1 to 3600 seconds, got '1e9'"),
+        (["--gpu-interval", "1e9"], {}, "argument --gpu-interval: must be 0.1 to 3600 seconds, got '1e9'"),
+        ([], {"EXPORTER_MODELMESH_TIMEOUT": "2h"}, "EXPORTER_MODELMESH_TIMEOUT"),
+        ([], {"EXPORTER_GPU_WINDOW": "1e9"}, "EXPORTER_GPU_WINDOW"),
+        ([], {"EXPORTER_GPU_INTERVAL": "1ms"}, "EXPORTER_GPU_INTERVAL"),
         # Accepted, and every GPU reported, silently.
         (["--gpu-uuids", ","], {}, "argument --gpu-uuids: no GPU UUID in ','"),
         ([], {"EXPORTER_GPU_UUIDS": " , ,"}, "EXPORTER_GPU_UUIDS"),

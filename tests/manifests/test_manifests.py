@@ -599,13 +599,12 @@ def test_a_stopping_replica_is_done_before_the_kubelet_kills_it() -> None:
     # Lease release (a read and a write, each within the client timeout), --shutdown-delay of
     # serving on, then the serving workers' stop (one deadline for all of them, autoscaler/worker_pool.py). A pod
     # still running at terminationGracePeriodSeconds is SIGKILLed mid-way (and its stop logged as a failure).
-    from autoscaler.actuation.leader import client_timeout_s
-    from autoscaler.worker_pool import STOP_TIMEOUT_S
+    # The same sum as the adapter's start-up line tells an operator who changes the delay (autoscaler/stop_budget.py).
+    from autoscaler.stop_budget import stop_budget_s
 
     deployment = adapter_deployment()
     settings = serve_settings(deployment)
-    release_s = 3 * client_timeout_s(settings.leader_elect_lease_duration_s, settings.leader_elect_renew_deadline_s)
-    budget_s = release_s + settings.shutdown_delay_s + STOP_TIMEOUT_S
+    budget_s = stop_budget_s(settings)
     grace_s = deployment["spec"]["template"]["spec"].get("terminationGracePeriodSeconds", 30)
     assert settings.shutdown_delay_s > 0, "without it the endpoints still route to a closed port for a moment"
     assert budget_s + 5 <= grace_s, (budget_s, grace_s)
