@@ -78,9 +78,10 @@ def seconds_from_zero(value: str, zero: str = "") -> float:
 
 
 def seconds_within(lowest: float, highest: float,
-                   read: Callable[[str], float] = seconds) -> Callable[[str], float]:
+                   read: Callable[[str], float] = duration_seconds) -> Callable[[str], float]:
     """A flag's converter: seconds as `read` reads them, refused outside [`lowest`, `highest`] (an interval given
-    in the wrong unit, 1e-6 or 1e20, ran without pause or never)."""
+    in the wrong unit, 1e-6 or 1e20, ran without pause or never), with the range in the error whatever side the
+    value is on: `0` was told "must be greater than 0", a range that `--help` did not state."""
 
     def convert(value: str) -> float:
         number = read(value)

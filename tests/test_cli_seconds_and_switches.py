@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -97,6 +98,41 @@ def test_a_value_with_a_unit_is_the_same_as_its_seconds_written_bare(number: flo
     assert (with_unit is None) == (without is None), (flag, text, bare, outcomes)
     if with_unit is not None and without is not None:
         assert math.isclose(with_unit, without, rel_tol=1e-12, abs_tol=1e-12), (flag, text, bare)
+
+
+def stated_range(action: argparse.Action) -> tuple[float, float] | None:
+    """The range a flag's `--help` states ("0.1 to 3600"), if any."""
+    found = re.findall(r"(\d+(?:\.\d+)?) to (\d+(?:\.\d+)?)", action.help or "")
+    return (float(found[0][0]), float(found[0][1])) if found else None
+
+
+RANGED_SECONDS_FLAGS = [(flag, action) for flag, action in SECONDS_FLAGS if stated_range(action) is not None]
+
+
+def test_the_durations_that_ran_for_ever_state_their_range() -> None:
+    """`serve --scrape-timeout 1e9`, `--keepalive-timeout 1e12`, `--header-read-timeout 1e12`, `--shutdown-delay
+    1e12` and the exporter's `--modelmesh-timeout`, `--gpu-window`, `--gpu-interval 1e9` were taken and waited for
+    ever (the shutdown delay until the kubelet's SIGKILL), where their neighbours refused such a value."""
+    serve, exporter = "modelmesh-autoscaler serve", "modelmesh-exporter"
+    assert {f"{serve} --scrape-timeout", f"{serve} --keepalive-timeout", f"{serve} --header-read-timeout",
+            f"{serve} --shutdown-delay", f"{exporter} --modelmesh-timeout", f"{exporter} --gpu-window",
+            f"{exporter} --gpu-interval"} <= {flag for flag, _ in RANGED_SECONDS_FLAGS}
+
+
+@given(index=st.integers(min_value=0, max_value=len(RANGED_SECONDS_FLAGS) - 1),
+       seconds=st.one_of(st.floats(min_value=0, max_value=1e13, allow_nan=False),
+                         st.sampled_from([0.0, 0.1, 300.0, 3600.0, 3600.0001, 1e9, 1e12])))
+def test_a_ranged_duration_takes_exactly_the_range_its_help_states(index: int, seconds: float) -> None:
+    """What `--help` (and docs/configuration.md) says a flag takes is what it takes: within, the value as given;
+    outside, the one line "must be A to B seconds" naming the same bounds."""
+    flag, action = RANGED_SECONDS_FLAGS[index]
+    lowest, highest = cast(tuple[float, float], stated_range(action))
+    convert = cast(Callable[[str], float], action.type)
+    if lowest <= seconds <= highest:
+        assert convert(repr(seconds)) == seconds, flag
+    else:
+        with pytest.raises(argparse.ArgumentTypeError, match=f"^must be {lowest:g} to {highest:g} seconds, got "):
+            convert(repr(seconds))
 
 
 def test_serve_takes_a_refresh_interval_in_seconds_with_a_unit_from_its_flag_and_its_variable() -> None:

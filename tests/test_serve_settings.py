@@ -169,7 +169,7 @@ def test_variables_of_other_programs_are_ignored() -> None:
 BAD_VARIABLES = [
     ("AUTOSCALER_LISTEN", "6443", "HOST:PORT"),
     ("AUTOSCALER_REFRESH_INTERVAL", "soon", "number"),
-    ("AUTOSCALER_SCRAPE_TIMEOUT", "-1", "greater than 0"),
+    ("AUTOSCALER_SCRAPE_TIMEOUT", "-1", "must be 0.1 to 3600 seconds"),
     ("AUTOSCALER_MIN_COVERAGE", "1.5", "(0, 1]"),
     ("AUTOSCALER_SKEW_ORDER", "0.5", "at least 1"),
     ("AUTOSCALER_SCRAPE_CONCURRENCY", "0", "at least 1"),
