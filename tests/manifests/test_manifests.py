@@ -608,3 +608,5 @@ def test_a_stopping_replica_is_done_before_the_kubelet_kills_it() -> None:
     grace_s = deployment["spec"]["template"]["spec"].get("terminationGracePeriodSeconds", 30)
     assert settings.shutdown_delay_s > 0, "without it the endpoints still route to a closed port for a moment"
     assert budget_s + 5 <= grace_s, (budget_s, grace_s)
+    # The comment beside terminationGracePeriodSeconds quotes what the adapter logs for the base's delay.
+    assert f"terminationGracePeriodSeconds must be above {budget_s:g} s" in (BASE / "deployment.yaml").read_text()
