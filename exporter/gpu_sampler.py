@@ -5,18 +5,19 @@ guarded by one lock so that one pass runs at a time. A pass returns a `PassOutco
 and what went wrong) for the collector to publish on the event loop.
 
 NVML is initialised on the first pass, which chooses the devices (`--gpu-uuids`, or every visible GPU). Without a
-library, with init failing, or with no GPU visible a pass returns the problem and no readings; a lost GPU is
-dropped (the others stay), reported as a problem. Reporting every visible GPU, a GPU sampled before that a
-re-initialisation no longer finds (gone at a driver reload) is a lost GPU too, until it is back. A MIG device has
-no busy ratio: a problem only when no chosen whole GPU has one (else it is logged once: how MIG is, not a
-failure). NVML is re-initialised, which re-enumerates the GPUs, after 1 s, then 2, 4, ... up to 30 s between tries
-(while NVML is down the passes in between try nothing: `measure()` returns None), so a GPU that comes back (driver
-reload, device plugin) is found again without spending CPU on a node that has none. A GPU switched into or out of
-MIG mode while the exporter runs is enumerated again in the pass that meets it, so its MIG devices (or the whole
-GPU) are read from then on; so is a GPU one of whose MIG devices is destroyed while it stays in MIG mode, and a GPU
-given a new MIG device is found within `MIG_RECHECK_S`. Those intervals (the backoff, the MIG re-listing, refused
-queries asked again) are timed on a monotonic clock: on the wall clock an NTP step back of an hour put each off by
-the hour, and a step forward brought each on at once. The wall clock times only what is published as Unix time.
+library, with init failing, or with no GPU visible a pass returns the problem and no readings; a lost GPU is dropped
+(the others stay), reported as a problem. Reporting every visible GPU, a GPU sampled before that a re-initialisation
+no longer finds (gone at a driver reload) is a lost GPU too, until it is back. A MIG device has no busy ratio, nor
+has a whole GPU NVML never measured (NOT_SUPPORTED from its first read): a problem only when no chosen device has
+one (else it is logged once: how the node is, not a failure). NVML is re-initialised, which re-enumerates the GPUs,
+after 1 s, then 2, 4, ... up to 30 s between tries (while NVML is down the passes in between try nothing:
+`measure()` returns None), so a GPU that comes back (driver reload, device plugin) is found again without spending
+CPU on a node that has none. A GPU switched into or out of MIG mode while the exporter runs is enumerated again in
+the pass that meets it, so its MIG devices (or the whole GPU) are read from then on; so is a GPU one of whose MIG
+devices is destroyed while it stays in MIG mode, and a GPU given a new MIG device is found within `MIG_RECHECK_S`.
+Those intervals (the backoff, the MIG re-listing, refused queries asked again) are timed on a monotonic clock: on
+the wall clock an NTP step back of an hour put each off by the hour, and a step forward brought each on at once. The
+wall clock times only what is published as Unix time.
 
 Logs go to the GPU collector's logger (`exporter.collectors.gpu`), the one operators filter on.
 """
@@ -212,7 +213,10 @@ class GpuSampler:
         self._announced: tuple[str, str] | None = None
         self._without_memory: set[str] = set()  # GPUs whose memory query is unsupported, logged once each
         self._memory_refused = RefusedQueries(MEMORY_ASKED_AGAIN_S, monotonic)  # for good: `_refused_for_good`
-        self._mig_said: tuple[str, ...] = ()  # the MIG devices last said to have no busy ratio beside whole GPUs
+        self._unmeasured_said: tuple[str, ...] = ()  # the devices last said to have no busy ratio beside GPUs that do
+        self._measured: set[str] = set()
+        """Whole GPUs (UUID) that have given a busy ratio: one refused its utilization after that may be as busy as
+        ever, a failure; one refused it from its first read is one NVML does not measure (`_never_measured`)."""
         self._sampled: dict[str, str] = {}
         """Whole GPUs (UUID: label) this exporter has sampled, reporting every visible GPU: one no longer enumerated
         (gone at a driver reload, fallen off the bus) is a lost GPU, not a node that always had one fewer."""
@@ -325,7 +329,7 @@ class GpuSampler:
         readings: list[GpuReading] = []
         problems = list(self._standing_problems)
         lost: dict[str, str] = {}  # UUID: why it is dropped, said the same at every pass until it is back
-        mig_without_busy: list[tuple[nvml.Device, str]] = []
+        unmeasured: list[tuple[nvml.Device, nvml.NotSupported]] = []  # devices NVML gives no busy ratio, for good
         switched: dict[tuple[str, str], str] = {}  # (GPU label, GPU UUID): why its devices are enumerated again
         if not enumerated and now >= self._mig_recheck_at:
             self._mig_recheck_at = now + MIG_RECHECK_S
@@ -334,7 +338,7 @@ class GpuSampler:
                 return self._enumerate_again(now, switched)
         for device in self._devices:
             try:
-                reading, unsupported = self._read_device(self._session, device)
+                reading, refusal = self._read_device(self._session, device)
                 if (not enumerated and not device.is_mig and reading.busy_ratio is None
                         and self._session.mig_enabled(device)):
                     switched[_gpu_of(device)] = ("is now in MIG mode, where NVML measures no utilization of the "
@@ -354,13 +358,15 @@ class GpuSampler:
                 problems.append(lost[device.uuid])
                 continue
             readings.append(reading)
-            if device.is_mig and reading.busy_ratio is None:
-                mig_without_busy.extend((device, problem) for problem in unsupported)
+            if refusal is None:
+                self._measured.add(device.uuid)
+            elif device.is_mig or self._never_measured(device, refusal):
+                unmeasured.append((device, refusal))
             else:
-                problems.extend(unsupported)
+                problems.append(f"no utilization for GPU {device.label} {device.uuid}: {refusal}")
         if switched:
             return self._enumerate_again(now, switched)
-        problems.extend(self._mig_problems(mig_without_busy, readings))
+        problems.extend(self._unmeasured_problems(unmeasured, readings))
         as_of = min((reading.as_of for reading in readings if reading.as_of is not None), default=None)
         if lost:
             self._devices = tuple(d for d in self._devices if d.uuid not in lost)
@@ -421,44 +427,62 @@ class GpuSampler:
             return PassOutcome((), (failure,))
         return self._read_devices(now, enumerated=True)
 
-    def _mig_problems(self, mig_without_busy: Sequence[tuple[nvml.Device, str]],
-                      readings: Sequence[GpuReading]) -> list[str]:
-        """The MIG devices' missing busy ratios as problems, or none where a whole GPU gives one.
+    def _never_measured(self, device: nvml.Device, refusal: nvml.NotSupported) -> bool:
+        """Whether a whole GPU's refused utilization is one NVML does not measure: NOT_SUPPORTED (not this container's
+        NO_PERMISSION, which may change) on a GPU that has given no busy ratio since the exporter started."""
+        return not isinstance(refusal, nvml.NotPermitted) and device.uuid not in self._measured
 
-        NVML measures no utilization per MIG device. Beside a whole GPU that has a busy ratio, that is how MIG
-        is, not a failure: failing the collector for it kept `last_success_timestamp{collector="gpu"}` from
-        ever advancing, so the adapter read the pod's whole GPUs as missing too and held its runtime's
-        scale-down for good. Said once in the log instead. With no busy ratio at all (only MIG devices), the
-        signal scaled on is missing: a failure, as before."""
-        if not mig_without_busy:
-            self._mig_said = ()  # no MIG device now (switched out of MIG mode): said again if they come back
+    def _unmeasured_problems(self, unmeasured: Sequence[tuple[nvml.Device, nvml.NotSupported]],
+                             readings: Sequence[GpuReading]) -> list[str]:
+        """The devices NVML gives no busy ratio (MIG devices, whole GPUs it never measured) as problems, or none
+        where another device gives one.
+
+        NVML measures no utilization per MIG device, nor on a GPU that does not support the query. Beside a device
+        that has a busy ratio, that is how the node is, not a failure: failing the collector for it kept
+        `last_success_timestamp{collector="gpu"}` from ever advancing, so the adapter read the pod's other GPUs as
+        missing too and held its runtime's scale-down for good. Said once in the log instead, naming exactly what
+        is served. With no busy ratio at all, the adapter has nothing to scale the pod on, whatever the collector
+        says: a failure, so that `ModelMeshExporterGpuNotVisible` sends the operator to DCGM."""
+        if not unmeasured:
+            self._unmeasured_said = ()  # none now (switched out of MIG mode): said again if they come back
             return []
+        mig = [f"GPU {device.label} {device.uuid}" for device, _ in unmeasured if device.is_mig]
+        whole = [(f"GPU {device.label} {device.uuid}", refusal) for device, refusal in unmeasured if not device.is_mig]
         busy_from = [reading.label for reading in readings if reading.busy_ratio is not None]
         if not busy_from:
-            return [problem for _, problem in mig_without_busy]
-        mig = tuple(dict.fromkeys(f"{device.label} {device.uuid}" for device, _ in mig_without_busy))
-        if mig != self._mig_said:
-            self._mig_said = mig
-            log.info("MIG devices %s have memory series but no busy ratio: NVML measures no utilization per MIG "
-                     "device; this pod's busy ratio is read from GPU %s alone", ", ".join(mig),
-                     ", GPU ".join(busy_from))
+            problems = [f"no busy ratio: NVML does not measure the utilization of {gpu} ({refusal})"
+                        for gpu, refusal in whole]
+            if mig:
+                problems.append(f"no busy ratio: MIG devices ({', '.join(mig)}) have none and no other device "
+                                f"gives one; {MIG_HINT}")
+            return problems
+        said = tuple(gpu for gpu, _ in whole) + tuple(mig)
+        if said != self._unmeasured_said:
+            self._unmeasured_said = said
+            why = [f"{gpu} has no busy ratio: NVML does not measure its utilization ({refusal})"
+                   for gpu, refusal in whole]
+            if mig:
+                why.append(f"MIG devices {', '.join(mig)} have no busy ratio: NVML measures no utilization per MIG "
+                           "device")
+            log.info("%s; this pod's busy ratio is read from GPU %s alone%s", "; ".join(why),
+                     ", GPU ".join(busy_from), _without_busy(readings))
         return []
 
     def _read_device(
         self, session: nvml.NvmlSession, device: nvml.Device,
-    ) -> tuple[GpuReading, list[str]]:
-        """Busy and memory of one device; other errors raise.
+    ) -> tuple[GpuReading, nvml.NotSupported | None]:
+        """Busy and memory of one device, and NVML's refusal of its utilization; other errors raise.
 
-        Unsupported utilization is None plus a problem: the busy ratio is the signal the adapter scales on.
+        Unsupported utilization is None and the refusal, which the caller judges: the busy ratio is the signal the
+        adapter scales on.
         Unsupported memory is only None, said once per GPU in the log: unified-memory GPUs (GB10, Grace
         parts) never report it, and a collector failing for good over a series no decision reads would make
         the pod's GPU signal stale forever and hold its runtime's scale-down."""
-        unsupported: list[str] = []
+        refusal: nvml.NotSupported | None = None
         try:
             busy: Busy | None = self._busy.busy_ratio(session, device, self._clock)
         except nvml.NotSupported as error:
-            busy = None
-            unsupported.append(f"no utilization for GPU {device.label} {device.uuid}: {error}")
+            busy, refusal = None, error
         memory = self._memory(session, device, busy)
         reading = GpuReading(
             label=device.label,
@@ -468,7 +492,7 @@ class GpuSampler:
             memory_total_bytes=None if memory is None else memory.total_bytes,
             as_of=None if busy is None else busy.as_of,
         )
-        return reading, unsupported
+        return reading, refusal
 
     def _memory(self, session: nvml.NvmlSession, device: nvml.Device, busy: Busy | None) -> nvml.MemoryInfo | None:
         """The device's memory, None where unsupported (said once per device). A refusal for good stands for
@@ -486,6 +510,15 @@ class GpuSampler:
                 log.info("GPU %s %s reports no memory use (%s): its memory series are left out; %s", device.label,
                          device.uuid, error, _busy_beside_memory(busy))
             return None
+
+
+def _without_busy(readings: Sequence[GpuReading]) -> str:
+    """What is served of the devices without a busy ratio, for the line that says busy is read from the others:
+    "this pod's busy ratio is read from GPU 1 alone" left GPU 0's memory series unsaid."""
+    partial = [f"GPU {r.label}" for r in readings if r.busy_ratio is None and r.memory_total_bytes is not None]
+    if not partial:
+        return ""
+    return f" ({', '.join(partial)} {'has its' if len(partial) == 1 else 'have their'} memory alone)"
 
 
 def _refused_for_good(device: nvml.Device, refusal: nvml.NotSupported) -> bool:

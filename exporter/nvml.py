@@ -27,6 +27,7 @@ process-wide state, so sessions are cheap wrappers: `nvmlInit` and `nvmlShutdown
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -116,6 +117,15 @@ def _translate(error: Exception, operation: str) -> NvmlError:
             return NvmlUnavailable(message, code)
         return NvmlError(message, code)
     return NvmlUnavailable(f"{operation}: {error}")
+
+
+_CODE_SAID: Final = re.compile(r"\(NVML code (\d+)\)")
+
+
+def codes_said(text: str) -> frozenset[str]:
+    """The NVML error codes a problem's text names, as `_translate` writes each error ("NVML code 9"): what failed
+    beneath the GPU collector's one reason, `nvml` (CollectorHealth's `causes`)."""
+    return frozenset(f"NVML code {code}" for code in _CODE_SAID.findall(text))
 
 
 @contextmanager

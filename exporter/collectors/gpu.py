@@ -8,14 +8,16 @@ NVML nothing. Busy is the mean of NVML's own utilization samples over the last `
 No GPU is a state, not a crash. Without a library, with init failing, or with no GPU visible, there are no GPU
 series and `collector_success{collector="gpu"}` is 0; a lost GPU drops its own series (the others stay) and also
 counts as a failure, as does one no longer found after a driver reload. A MIG device has memory series but no busy
-ratio (NVML measures no utilization per MIG device): beside a whole GPU with one that is logged once, not a
-failure (the whole GPUs' busy stays fresh); with only MIG devices, busy is missing and the collector fails, so a
-dashboard shows why. A GPU switched into or out of MIG mode is enumerated again in the pass that meets it, so
-its MIG devices (or the whole GPU) are read without a restart; MIG devices created or destroyed while MIG mode stays
-on are found within 10 s (`MIG_RECHECK_S`), a destroyed one at once. Each failed try adds to
-`scrape_errors_total{reason="nvml"}` (`internal` for a bug) and the outage is logged once (CollectorHealth).
-NVML is re-initialised with backoff, 1 s up to 30 s between tries (the passes in between try nothing and count
-nothing), so a GPU that comes back is found again. """
+ratio (NVML measures no utilization per MIG device), and so has a whole GPU whose utilization NVML never measured
+(NOT_SUPPORTED from its first read): beside a device with one that is logged once, not a failure (that busy stays
+fresh); with no busy ratio at all the adapter has nothing to scale the pod on and the collector fails, so a
+dashboard and the alert show why (for MIG: read busy from DCGM). A GPU switched into or out of MIG mode is
+enumerated again in the pass that meets it, so its MIG devices (or the whole GPU) are read without a restart; MIG
+devices created or destroyed while MIG mode stays on are found within 10 s (`MIG_RECHECK_S`), a destroyed one at
+once. Each failed try adds to `scrape_errors_total{reason="nvml"}` (`internal` for a bug) and the outage is logged
+once (CollectorHealth), and again at once for an NVML error code its lines have not named. NVML is re-initialised
+with backoff, 1 s up to 30 s between tries (the passes in between try nothing and count nothing), so a GPU that
+comes back is found again. """
 
 from __future__ import annotations
 
@@ -223,19 +225,26 @@ class GpuCollector(Collector):
         if outcome.duration_s is not None:
             self._health.observe_duration(names.COLLECTOR_GPU, outcome.duration_s)
         if outcome.problems:
-            self._health.failed(names.COLLECTOR_GPU, outcome.reason, "; ".join(outcome.problems),
-                                served=_served(outcome.readings))
+            detail = "; ".join(outcome.problems)
+            self._health.failed(names.COLLECTOR_GPU, outcome.reason, detail, served=_served(outcome.readings),
+                                causes=nvml.codes_said(detail))
         else:
             self._health.succeeded(names.COLLECTOR_GPU, as_of=outcome.as_of)
 
 
 def _served(readings: Sequence[GpuReading]) -> str:
-    """What a failed pass leaves served, for the log: the GPUs that have series, or none. A reading whose values
-    are all None has none (`collect` leaves it out): a GPU refusing every query was said to be served."""
-    served = [reading.label for reading in readings if _has_series(reading)]
-    if not served:
+    """What a failed pass leaves served, for the log: exactly which GPUs have a busy ratio and which their memory
+    alone, or none. A reading whose values are all None has none (`collect` leaves it out): a GPU refusing every
+    query was said to be served, and so was one with its memory but no busy ratio (a GPU NVML does not measure)."""
+    busy = [f"GPU {reading.label}" for reading in readings if reading.busy_ratio is not None]
+    memory = [f"GPU {reading.label}" for reading in readings if reading.busy_ratio is None and _has_series(reading)]
+    if not busy and not memory:
         return "no GPU series until NVML answers again"
-    return "serving only " + ", ".join(f"GPU {label}" for label in served)
+    if not memory:
+        return "serving only " + ", ".join(busy)
+    if not busy:
+        return "serving no busy ratio, only the memory of " + ", ".join(memory)
+    return f"serving only {', '.join(busy)}, and the memory without a busy ratio of {', '.join(memory)}"
 
 
 def _has_series(reading: GpuReading) -> bool:

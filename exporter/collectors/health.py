@@ -1,9 +1,9 @@
 """Per-collector health: did the last collection work, when did one last work, and why it failed.
 
 Every collector reports through one `CollectorHealth` so the self-metrics in docs/design.md are produced in one
-place and a failure is logged once per outage, not once per scrape (again only for a new reason, or a new
-problem at most once a minute). Besides success, freshness and errors it publishes
-how long each collector's last attempt took (node_exporter's `scrape_collector_duration_seconds`): a
+place and a failure is logged once per outage, not once per scrape (again only for a new reason, a cause beneath it
+the outage's lines have not named, or a new problem at most once a minute). Besides success, freshness and errors it
+publishes how long each collector's last attempt took (node_exporter's `scrape_collector_duration_seconds`): a
 ModelMesh that answers ever closer to the timeout shows there before it starts failing.
 
 It also publishes the exporter's clock at each scrape (node_exporter's `node_time_seconds`). The success
@@ -15,6 +15,7 @@ scale down. With the clock beside them, a reader takes the timestamps' age on th
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -35,6 +36,10 @@ class _State:
     success: bool = False
     last_success: float | None = None
     logged_detail: str | None = None  # what the last failure line said
+    causes_said: dict[str, float] = field(default_factory=dict)
+    """When a failure line last named each cause (NVML's error codes)."""
+    outage_causes: set[str] = field(default_factory=set)
+    """The causes the lines of the outage going on named."""
     errors: Counter[str] = field(default_factory=Counter)
     duration_s: float | None = None
 
@@ -75,7 +80,8 @@ class CollectorHealth(Collector):
         state.success = True
         state.last_success = self._clock() if as_of is None else as_of
 
-    def failed(self, collector: str, reason: str, detail: str, *, served: str = "keeping last good values") -> None:
+    def failed(self, collector: str, reason: str, detail: str, *, served: str = "keeping last good values",
+               causes: Iterable[str] = ()) -> None:
         """Count a failure; log it when the outage starts or its reason changes, with what is `served`
         meanwhile (the ModelMesh collector keeps its last values; the GPU collector serves only the GPUs that
         answered), and when what it says changes, at most once every `RELOG_AFTER_S`: a GPU lost while MIG
@@ -85,17 +91,32 @@ class CollectorHealth(Collector):
         An outage that starts again for the same reason within `RELOG_AFTER_S` of the last line is counted,
         not logged (nor its recovery): a ModelMesh failing every other read logged two lines a flap, some
         17,000 a day a pod. The next line says how many there were; one that lasts is logged after the minute
-        (`OutageLog`)."""
+        (`OutageLog`).
+
+        `causes` name what failed beneath the reason (the GPU collector's NVML error codes, all reason `nvml`): in
+        an outage that has had its line, one that no line of the outage has named gets its line at once (a GPU
+        lost, then the driver gone, Driver Not Loaded, 5 s later, went unsaid: the next line was the recovery);
+        in one that has not (a flap, counted for the next line), one that no line of the last `RELOG_AFTER_S`
+        named. So codes taking turns at every pass get a line each an outage, and a line each a minute across
+        flaps, never a line a pass."""
         state = self._state(collector)
         state.success = False
         state.errors[reason] += 1
         now = self._clock()
         outage = state.outage
-        if outage.failed(reason, now) or (outage.logged and (reason != outage.logged_reason or (
+        if outage.since is None:
+            state.outage_causes.clear()
+        new_outage = outage.failed(reason, now)
+        named = frozenset(causes)
+        news = any(cause not in state.outage_causes and (
+            outage.logged or now - state.causes_said.get(cause, -math.inf) >= self.RELOG_AFTER_S) for cause in named)
+        if new_outage or news or (outage.logged and (reason != outage.logged_reason or (
                 not outage.recent(now) and detail != state.logged_detail))):
             more = outage.line_written(reason, now)
             log.warning("%s collector failed (%s): %s; %s%s", collector, reason, detail, served, more)
             state.logged_detail = detail
+            state.outage_causes.update(named)
+            state.causes_said.update(dict.fromkeys(named, now))
 
     def observe_duration(self, collector: str, seconds: float) -> None:
         """Record how long the collector's last attempt took, successful or not."""

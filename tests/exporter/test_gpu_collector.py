@@ -774,41 +774,165 @@ def test_mig_devices_this_container_may_not_see_are_left_out_not_a_failure_for_g
     assert len(said) == 1 and "permission" in said[0].lower(), said
 
 
+@pytest.mark.parametrize("chosen", ["gpu", "mig-uuid", "every-gpu"])
 def test_mig_devices_alone_fail_the_collector_busy_is_missing(
-    fake: FakeNvml, health: CollectorHealth, clock: Clock,
+    fake: FakeNvml, health: CollectorHealth, clock: Clock, caplog: pytest.LogCaptureFixture, chosen: str,
 ) -> None:
-    """With only MIG devices chosen, no busy ratio at all: the signal scaled on is missing, said as a failure."""
+    """With only MIG devices chosen (their GPU's UUID, one MIG device's, or every GPU on a node of MIG GPUs), no
+    busy ratio at all: the adapter has nothing to scale the pod on, whichever success the exporter published
+    (docs/design.md, Missing data), so it is a failure, which `ModelMeshExporterGpuNotVisible` turns into the
+    advice to read MIG busy from DCGM. The line said only "failed (nvml) ... Not Supported" per device and
+    "serving only GPU 1/0, GPU 1/1", which had no busy ratio; it says why and what to do, and that the memory
+    alone is served."""
     fake.set_gpu(1, mig=2)
-    collector = GpuCollector(health, uuids=[default_uuid(1)], clock=clock, monotonic=clock)
-    collector.sample_once()
-    collector.sample_once()
+    uuids = {"gpu": [default_uuid(1)], "mig-uuid": [f"MIG-{default_uuid(1).removeprefix('GPU-')}-1"],
+             "every-gpu": None}[chosen]
+    if chosen == "every-gpu":
+        fake.gpus.pop(0)
+        fake.write()
+    collector = GpuCollector(health, uuids=uuids, clock=clock, monotonic=clock)
+    with caplog.at_level(logging.WARNING):
+        collector.sample_once()
+        collector.sample_once()
     _, series = scrape(collector, health)
     assert gpu_series(series, names.GPU_BUSY_RATIO) == {}
-    assert set(gpu_series(series, names.GPU_MEMORY_TOTAL_BYTES)) == {"1/0", "1/1"}
+    served = {"gpu": {"1/0", "1/1"}, "mig-uuid": {"1/1"}, "every-gpu": {"0/0", "0/1"}}[chosen]
+    assert set(gpu_series(series, names.GPU_MEMORY_TOTAL_BYTES)) == served
     assert health_of(series) == (0.0, 2.0)
+    (line,) = [record.getMessage() for record in caplog.records]
+    assert "no busy ratio: MIG devices (GPU " in line, line
+    assert "NVML measures no utilization per MIG device" in line, line
+    assert "--gpu-source=dcgm" in line and "Not Supported" not in line, line
+    assert line.endswith("; serving no busy ratio, only the memory of " + ", ".join(
+        f"GPU {label}" for label in sorted(served))), line
     collector.close()
 
 
 def test_a_new_gpu_problem_during_an_outage_is_logged_too(
     fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector, caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A GPU that measures no utilization fails the GPU collector for good (reason nvml), so it is failing from
-    the start. A GPU lost later fails it with the same reason: logged once per reason, the operator's last line
-    still spoke of the first GPU while GPU 0 had gone. A new problem is logged too, at most once a minute (a
-    problem whose text changes at every pass must not log at every pass)."""
-    fake.set_gpu(1, samples_error=NOT_SUPPORTED, util_error=NOT_SUPPORTED)
+    """A GPU lost fails the collector (reason nvml); another lost later fails it with the same reason: logged once
+    per reason, the operator's last line still spoke of the first GPU while GPU 0 had gone. A new problem is logged
+    too, at most once a minute where NVML's error code is no news (a problem whose text changes at every pass
+    must not log at every pass)."""
+    fake.set_gpu(1, error=GPU_IS_LOST)
     with caplog.at_level(logging.WARNING):
         collector.sample_once()
         fake.set_gpu(0, error=GPU_IS_LOST)
         clock.advance(1)
         collector.sample_once()
-        assert len(caplog.records) == 1  # within the minute: not yet
+        assert len(caplog.records) == 1  # within the minute, and the same code (15): not yet
         for _ in range(60):
             clock.advance(1)
             collector.sample_once()
     lines = [record.getMessage() for record in caplog.records]
     assert len(lines) == 2, lines
     assert "GPU 0" in lines[1] and "lost" in lines[1].lower(), lines[1]
+
+
+def test_a_gpu_lost_beside_one_never_measured_says_only_the_memory_is_served(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The failure line names exactly what is served: GPU 1, whose utilization NVML never measured, has its memory
+    alone; "serving only GPU 1" would say the pod's busy ratio is still there."""
+    fake.set_gpu(0, util=40)
+    fake.set_gpu(1, samples_error=NOT_SUPPORTED, util_error=NOT_SUPPORTED)
+    collector.sample_once()
+    with caplog.at_level(logging.WARNING):
+        fake.set_gpu(0, error=GPU_IS_LOST)
+        passes(collector, clock)
+    (line,) = [record.getMessage() for record in caplog.records]
+    assert f"GPU 0 {default_uuid(0)} dropped until NVML re-initialises" in line, line
+    assert line.endswith("; serving no busy ratio, only the memory of GPU 1"), line
+
+
+def test_a_whole_gpu_nvml_never_measures_beside_one_it_does_is_said_once_not_a_failure(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A whole GPU whose utilization NVML does not support (NOT_SUPPORTED to samples and rates alike, from its first
+    read) beside one it measures. The collector failed for good: `collector_success{gpu}` 0, no success timestamp
+    ever, a WARNING saying "serving only GPU 0, GPU 1" (GPU 0 had no busy ratio) and an error a second, so the
+    adapter read the pod's GPU as missing and held its runtime's scale-down for good, GPU 1's busy served all the
+    while. As MIG is: said once, naming the GPU busy is read from; GPU 0's memory is still served."""
+    fake.set_gpu(0, samples_error=NOT_SUPPORTED, util_error=NOT_SUPPORTED)
+    fake.set_gpu(1, util=50)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        passes(collector, clock, 70)
+    _, series = scrape(collector, health)
+    assert gpu_series(series, names.GPU_BUSY_RATIO) == {"1": 0.5}
+    assert set(gpu_series(series, names.GPU_MEMORY_TOTAL_BYTES)) == {"0", "1"}
+    assert health_of(series) == (1.0, 0.0)
+    assert series[(names.LAST_SUCCESS_TIMESTAMP, (("collector", names.COLLECTOR_GPU),))] == clock.now
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    said = [r.getMessage() for r in caplog.records if "busy ratio" in r.getMessage()]
+    assert len(said) == 1, said
+    assert said[0].startswith(
+        f"GPU 0 {default_uuid(0)} has no busy ratio: NVML does not measure its utilization ("), said
+    assert said[0].endswith("this pod's busy ratio is read from GPU 1 alone (GPU 0 has its memory alone)"), said[0]
+
+
+def test_a_whole_gpu_that_gave_a_busy_ratio_and_stops_is_a_failure_not_one_never_measured(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
+) -> None:
+    """Only a GPU NVML never measured is taken for one it cannot: one that gave a busy ratio and then refuses it
+    may be as busy as ever, and the pod's busy from the other GPUs alone would read it lower (Missing data)."""
+    fake.set_gpu(0, util=90)
+    fake.set_gpu(1, util=10)
+    collector.sample_once()
+    fake.set_gpu(0, samples_error=NOT_SUPPORTED, util_error=NOT_SUPPORTED)
+    passes(collector, clock)
+    _, series = scrape(collector, health)
+    assert gpu_series(series, names.GPU_BUSY_RATIO) == {"1": 0.1}
+    assert health_of(series)[0] == 0.0
+
+
+def test_a_whole_gpu_nvml_never_measures_alone_fails_the_collector_and_says_what_is_served(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """With no GPU NVML measures, the pod has no busy ratio at all: a failure (the adapter has nothing to scale it
+    on, as with only MIG devices), whose line says the memory alone is served, not "serving only GPU 0"."""
+    fake.set_gpu(0, samples_error=NOT_SUPPORTED, util_error=NOT_SUPPORTED)
+    collector = GpuCollector(health, uuids=[default_uuid(0)], clock=clock, monotonic=clock)
+    with caplog.at_level(logging.WARNING):
+        passes(collector, clock)
+    collector.close()
+    _, series = scrape(health)
+    assert health_of(series)[0] == 0.0
+    lines = [record.getMessage() for record in caplog.records]
+    assert len(lines) == 1, lines
+    assert f"no busy ratio: NVML does not measure the utilization of GPU 0 {default_uuid(0)}" in lines[0], lines[0]
+    assert lines[0].endswith("; serving no busy ratio, only the memory of GPU 0"), lines[0]
+
+
+def test_a_new_nvml_error_code_within_an_outage_gets_its_line_but_not_one_a_pass(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Both GPUs lost (GPU is lost, code 15), then the driver unloaded 5 s later (Driver Not Loaded, code 9): within
+    the minute of the first line, with the same reason (nvml), nothing said so, and the next line was the
+    recovery; a driver not loaded at the exporter's start, said and over, did not make it news either. A code new
+    in the outage gets its line; codes taking turns at every try do not get one a try."""
+    with caplog.at_level(logging.WARNING):
+        fake.set(init_error=DRIVER_NOT_LOADED)
+        collector.sample_once()
+        fake.set(init_error=0)
+        passes(collector, clock, 2)  # the driver loaded: NVML found at the retry, a second on
+        assert set(busy(collector)) == {"0", "1"}
+        fake.set_gpu(0, error=GPU_IS_LOST)
+        fake.set_gpu(1, error=GPU_IS_LOST)
+        passes(collector, clock, 5)
+        fake.set(init_error=DRIVER_NOT_LOADED, count_error=DRIVER_NOT_LOADED)
+        passes(collector, clock, 10)  # the next re-initialisation is due within 8 s of the first failure
+        lines = [record.getMessage() for record in caplog.records]
+        assert len(lines) == 3, lines
+        assert "GPU is lost (NVML code 15)" in lines[1], lines[1]
+        assert "Driver Not Loaded (NVML code 9)" in lines[2], lines[2]
+        for turn in range(40):  # the two take turns at every re-initialisation (30 s apart), for 20 minutes
+            unloaded = DRIVER_NOT_LOADED if turn % 2 else 0
+            fake.set(init_error=unloaded, count_error=unloaded)
+            passes(collector, clock, 30)
+    lines = [record.getMessage() for record in caplog.records]
+    assert len(lines) - 3 <= 20, lines  # both said: a line a minute at most, not one a try (40)
 
 
 def test_a_gpu_uuid_selects_its_mig_devices(fake: FakeNvml, health: CollectorHealth, clock: Clock) -> None:

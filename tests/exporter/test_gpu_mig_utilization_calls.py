@@ -90,7 +90,7 @@ def test_mig_devices_answering_no_utilization_query_cost_at_most_one_query_a_pas
     assert gpu_series(series, names.GPU_BUSY_RATIO) == {}
     assert health_of(series) == (0.0, float(passes))
     failed = [r.getMessage() for r in caplog.records if "gpu collector failed" in r.getMessage()]
-    assert len(failed) == 1 and "no utilization for GPU 0/0" in failed[0] and "0/1" in failed[0], failed
+    assert len(failed) == 1 and "no busy ratio: MIG devices (GPU 0/0" in failed[0] and "0/1" in failed[0], failed
     collector.close()
 
 
