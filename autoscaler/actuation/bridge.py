@@ -180,14 +180,20 @@ class ReplicaBridge:
     def _take_changed(self, listed: dict[ScaleId, JSON]) -> dict[ScaleId, JSON]:
         """The hand-overs waiting (now taken), less our own writes handed back and those older than the spec
         already reconciled, or than `listed` (the running pass's list, which reconciles that one in its turn):
-        the watch stream can lag behind the bridge's own reads."""
+        the watch stream can lag behind the bridge's own reads.
+
+        Our own write is left out only where it carries a spec already reconciled: a status write answered after
+        the HPA wrote again carries the HPA's newer spec, and its event replaces the HPA's among the hand-overs
+        waiting (one per RuntimeScale); dropped as ours, that ask waited for the next full pass (20-50 s in a
+        fleet of 300 where 20 HPAs kept writing)."""
         changed, self._changed = self._changed, {}
         todo: dict[ScaleId, JSON] = {}
         for key, scale in changed.items():
             version = (scale.get("metadata") or {}).get("resourceVersion")
             memory = self._memory.get(key)
-            if version is not None and memory is not None and version == memory.written:
-                continue  # our own write, handed back
+            if (version is not None and memory is not None and version == memory.written
+                    and not older_generation(memory.generation, generation(scale))):
+                continue  # our own write, handed back, of a spec already reconciled
             if memory is not None and memory.reconciled_newer_than(scale):
                 continue  # a late event: a newer spec was reconciled already
             if key in listed and older_generation(generation(scale), generation(listed[key])):

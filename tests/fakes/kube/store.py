@@ -173,6 +173,14 @@ class ObjectStore:
             if namespace is None or ns == namespace
         ]
 
+    def changes(self, resource: str, after: str | int = FIRST_RESOURCE_VERSION) -> list[JSON]:
+        """The objects of one resource as each change after resourceVersion `after` left them, oldest first: what
+        a watch from `after` would send, every client's writes included, for a test that plays the watch's
+        delivery itself (as late as it likes)."""
+        rtype = resource_type(resource)
+        return [copy.deepcopy(event.obj) for event in self._history
+                if event.rtype is rtype and event.resource_version > int(after)]
+
     def put_object(self, resource: str, obj: JSON) -> JSON:
         """Store any object as given (create or replace), with server-set metadata, emitting the event."""
         rtype = resource_type(resource)
