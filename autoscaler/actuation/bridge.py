@@ -174,7 +174,10 @@ class ReplicaBridge:
         if self._note_moves_an_owner(todo):
             # An owner pointed at another runtime (or a same-second copy that sorts first): the RuntimeScale that
             # owns the runtime now was not handed over, nor the one that no longer does. One pass over all.
-            return await self._sync()
+            try:
+                return await self._sync()
+            finally:
+                self._retries.full_pass_ended()
         return await self._reconcile_changed(todo, {})
 
     def _take_changed(self, listed: dict[ScaleId, JSON]) -> dict[ScaleId, JSON]:
@@ -274,6 +277,7 @@ class ReplicaBridge:
         try:
             return await self._sync()
         finally:
+            self._retries.full_pass_ended()
             self._reconciler.flush_news()
 
     async def _sync(self) -> int:

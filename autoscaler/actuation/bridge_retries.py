@@ -41,12 +41,18 @@ class RetrySchedule:
         self._retries: dict[ScaleId, _Retry] = {}
         self._passed_at = -math.inf  # when the last full pass started: retries due by then were looked at
         self._started_at = -math.inf  # when the pass (full or of the changed) now running started
+        self._resynced_at = clock()  # when the last full pass ended: the resync counts from there
 
     def pass_started(self, *, full: bool) -> None:
         """A pass starts now: failures in it count their backoff from here; a `full` one looks at every retry."""
         self._started_at = self._clock()
         if full:
             self._passed_at = self._started_at
+
+    def full_pass_ended(self) -> None:
+        """A full pass ended now (or found nothing to do: not leading, held by the server): the next resync is
+        due a resync interval from here, whatever hand-overs wake the bridge meanwhile."""
+        self._resynced_at = self._clock()
 
     def failed(self, key: ScaleId, error: KubeApiError) -> float:
         """Schedule the RuntimeScale's retry; returns the seconds until it. Counted from the start of the pass, so
@@ -91,9 +97,13 @@ class RetrySchedule:
     def next_pass_in_s(self) -> float:
         """Seconds until the next full pass: the end of the server's `Retry-After` while one holds the bridge;
         else the resync or the next retry the last pass did not look at (one due by then was tried, or its scope
-        could not be listed, which the resync or a watch event tries again: not in a tight loop)."""
+        could not be listed, which the resync or a watch event tries again: not in a tight loop).
+
+        The resync counts from the end of the last full pass, not from now: the bridge waits this long again
+        after each hand-over, and hand-overs every few seconds (20 HPAs writing) held every full pass back for
+        as long as they came, so a hand-edited runtime or a Deployment's new replicas waited that long."""
         if (throttled := self._throttle.remaining()) > 0:
             return throttled
         now = self._clock()
         due = [retry.retry_at - now for retry in self._retries.values() if retry.retry_at > self._passed_at]
-        return max(0.0, min([self._resync_s, *due]))
+        return max(0.0, min([self._resynced_at + self._resync_s - now, *due]))

@@ -275,3 +275,32 @@ async def test_a_runtime_changing_owner_during_a_pass_has_the_pass_start_again_f
         with contextlib.suppress(asyncio.CancelledError):
             await task
     assert (rt(10), 3) not in runtime_writes(kube)  # the pass stopped before it reached rt10 as listed
+
+
+async def test_hpa_writes_that_never_stop_do_not_hold_the_resync_back(
+    kube: FakeKubeApi, kube_client: KubeClient
+) -> None:
+    """An HPA that writes every 0.2 s (20 HPAs each writing every few seconds, in a fleet) woke the bridge before
+    each resync fell due, and each wake-up started the resync's wait anew: no full pass ran while they wrote, so
+    a hand-edited ServingRuntime stayed as edited (60 s in the operator's run, and for good under steady load).
+    The resync (1 s here) now counts from the last full pass."""
+    fleet(kube, 3)
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BridgeSettings(resync_interval_s=1.0))
+    tasks = [asyncio.create_task(RuntimeScaleWatch(kube_client, NS, bridge.wake).run())]
+    try:
+        await kube.wait_for_watches(1, "runtimescales")
+        tasks.append(asyncio.create_task(bridge.run()))
+        await eventually(lambda: all(kube.serving_runtime_replicas(NS, rt(i)) == 3 for i in range(3)))
+        kube.update_object("servingruntimes", NS, "rt01", lambda o: o["spec"].update(replicas=9))
+        set_back_at = None
+        for value in range(4, 24):  # four seconds of HPA writes
+            hpa_writes(kube, "rt00", value)
+            await asyncio.sleep(0.2)
+            if set_back_at is None and kube.serving_runtime_replicas(NS, "rt01") == 3:
+                set_back_at = (value - 3) * 0.2
+    finally:
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    assert set_back_at is not None and set_back_at <= 2.5, "not set back while the HPA kept writing"
