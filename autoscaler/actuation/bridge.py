@@ -18,12 +18,14 @@ refresh or an HPA request. A RuntimeScale handed over while a full pass runs is 
 pass's RuntimeScales, not after the last (a new leader's first pass writes every status, one round trip each: an
 HPA's scale-up waited tens of seconds for it); the pass then skips it unless it listed a newer spec, so an older
 listed `spec.replicas` never overwrites the HPA's.
-Failures are per RuntimeScale: 409/429/5xx and no answer are retried with exponential backoff and jitter,
-others (403: RBAC) wait for the next resync, and the retries due go out together in one pass (`bridge_retries`
-has the schedule and why). A `Retry-After` (429 from API Priority and Fairness, which throttles the adapter's
-whole flow) holds every call of the bridge until it has passed: the pass stops there, and an HPA write handed
-over meanwhile waits for the pass after it, instead of one doomed request per RuntimeScale. Only the leader
-writes; all state lives in the cluster, so a new leader (or a restarted adapter) simply carries on.
+Failures are per RuntimeScale: 409/429/5xx and no answer are retried with exponential backoff and jitter, others
+(403: RBAC) wait for the next resync, and the retries due go out together in one pass (`bridge_retries` has the
+schedule and why). A hand-over of a RuntimeScale whose retry is scheduled waits for that retry's pass, which reads
+it anew: sent at once, each HPA write during an outage failed and climbed the backoff to its cap. A `Retry-After`
+(429 from API Priority and Fairness, which throttles the adapter's whole flow) holds every call of the bridge until
+it has passed: the pass stops there, and an HPA write handed over meanwhile waits for the pass after it, instead of
+one doomed request per RuntimeScale. Only the leader writes; all state lives in the cluster, so a new leader (or a
+restarted adapter) simply carries on.
 """
 
 from __future__ import annotations
@@ -215,6 +217,8 @@ class ReplicaBridge:
             if self._throttled():
                 self._changed = {**{k: v for k, v in todo.items() if k not in done}, **self._changed}
                 return writes
+            if self._retries.holds(key):
+                continue  # its retry's pass reads the newest ask; one now would fail and climb the backoff
             done[key] = scale
             if not self._covers(key[0]):
                 try:

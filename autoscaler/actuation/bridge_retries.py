@@ -1,11 +1,13 @@
 """When the replica bridge tries a RuntimeScale again after a failed reconcile, and when it wakes up for it.
 
-A module of its own because the schedule is easy to get wrong and is the same for every kind of failure: 409,
-429, 5xx and no answer are retried with exponential backoff and jitter (`autoscaler.kube.backoff.retry_delay`),
-other refusals (403: RBAC) at the next resync. A retry waits at least half its backoff, counted from the start
-of the pass that failed, and the first one due starts a pass that takes every one whose half has passed: each
-retry due on its own started a pass of three fleet-wide lists for it alone, back to back while an outage failed
-every write. A server's `Retry-After` (`ServerThrottle`) holds the whole bridge, so the next pass waits for it.
+A module of its own because the schedule is easy to get wrong and is the same for every kind of failure: 409, 429,
+5xx and no answer are retried with exponential backoff and jitter (`autoscaler.kube.backoff.retry_delay`), other
+refusals (403: RBAC) at the next resync. A RuntimeScale the watch hands over meanwhile (the HPA wrote again) waits
+for its retry too (`holds`): its retry's pass reads the newest ask. A retry waits at least half its backoff,
+counted from the start of the pass that failed, and the first one due starts a pass that takes every one whose half
+has passed: each retry due on its own started a pass of three fleet-wide lists for it alone, back to back while an
+outage failed every write. A server's `Retry-After` (`ServerThrottle`) holds the whole bridge, so the next pass
+waits for it.
 """
 
 from __future__ import annotations
@@ -87,6 +89,13 @@ class RetrySchedule:
         """Whether a pass leaves `key` alone for now: less than half its backoff has passed."""
         retry = self._retries.get(key)
         return retry is not None and retry.not_before > self._clock()
+
+    def holds(self, key: ScaleId) -> bool:
+        """Whether a hand-over of `key` waits for its retry (which wakes a pass that reads it anew) rather than
+        going out now: a new ask while its backoff runs would go to a server that just failed it, and each
+        failure counts, so an HPA writing every 0.5 s through an 8 s outage climbed the backoff to its cap."""
+        retry = self._retries.get(key)
+        return retry is not None and retry.retry_at > self._clock()
 
     def first_retried(self, key: ScaleId, error: KubeApiError) -> bool:
         """Whether `error` is a retried failure (no answer, 409, 429, 5xx) with none before it in a row: not yet

@@ -1,0 +1,63 @@
+"""An HPA that keeps writing while the API server fails the bridge's requests to the ServingRuntime: a 500 on
+every read (or write) of it for a few seconds, then cleared. Each write the watch handed over went to the failing
+server at once and counted as one more failure in a row, so the backoff climbed to its cap in seconds (a write
+every 0.5 s through an 8 s outage: 10 reads, the last ask carried 29 s after the server came back). A new ask
+during a backoff now waits for that RuntimeScale's retry, whose pass reads it anew (docs/design.md, "When": a
+failing API server costs one pass per backoff step)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+import pytest
+
+from autoscaler.actuation.bridge import BridgeSettings, ReplicaBridge
+from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
+from autoscaler.kube.client import KubeClient
+from tests.actuation.test_bridge_during_pass import NS, fleet, hpa_writes, rt
+from tests.fakes.kube import FakeKubeApi
+from tests.support.waiting import eventually
+
+OUTAGE_S = 2.0
+BACKOFF = BridgeSettings(resync_interval_s=3600.0, backoff_base_s=0.2, backoff_cap_s=30.0)
+"""The shipped 1 s doubling to 60 s, five times faster: the backoff steps through the outage are 0.2, 0.4, 0.8 and
+1.6 s (jitter drawn at its top), the last ending 1.6 s at most after the server comes back."""
+
+
+@pytest.mark.parametrize("method", ["GET", "PATCH"])
+@pytest.mark.parametrize("asks_every_s", [OUTAGE_S * 2, 0.1], ids=["one-ask", "an-ask-every-0.1s"])
+async def test_the_last_ask_of_an_outage_goes_out_within_a_backoff_step_of_recovery(
+    kube: FakeKubeApi, kube_client: KubeClient, method: str, asks_every_s: float
+) -> None:
+    """However often the HPA writes during the outage, the ServingRuntime is tried about once per backoff step
+    (not once per ask) and holds the HPA's last ask within one step (1.6 s) of the server's recovery: with an
+    ask every 0.1 s the backoff had climbed to its 30 s cap."""
+    fleet(kube, 1)
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BACKOFF, rand=lambda: 1.0)
+    tasks = [asyncio.create_task(RuntimeScaleWatch(kube_client, NS, bridge.wake).run())]
+    try:
+        await kube.wait_for_watches(1, "runtimescales")
+        tasks.append(asyncio.create_task(bridge.run()))
+        await eventually(lambda: kube.serving_runtime_replicas(NS, rt(0)) == 3)
+        before = len(kube.requests)
+        kube.fail(r"/servingruntimes", 500, times=None, method=method)
+        asks, started = 3, time.monotonic()
+        while time.monotonic() - started < OUTAGE_S:
+            asks += 1
+            hpa_writes(kube, rt(0), asks)
+            await asyncio.sleep(min(asks_every_s, max(0.0, OUTAGE_S - (time.monotonic() - started))))
+        kube.clear_faults()
+        tried = [r for r in kube.requests[before:] if r.resource == "servingruntimes" and r.method == method]
+        recovered = time.monotonic()
+        await eventually(lambda: kube.serving_runtime_replicas(NS, rt(0)) == asks, timeout=10.0)
+        carried_after_s = time.monotonic() - recovered
+    finally:
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    # One try (a pass lists the runtimes, then reads or writes the one: two) per backoff step: 5 steps.
+    assert len(tried) <= 10, f"{len(tried)} tries of the ServingRuntime during a {OUTAGE_S} s outage"
+    assert carried_after_s <= 1.6 + 0.6, f"the last ask carried {carried_after_s:.1f} s after recovery"
