@@ -30,6 +30,7 @@ class PassWrites:
     def __init__(self) -> None:
         self._carried: list[tuple[ScaleId, str, int | None, int]] = []
         self._adopted: list[tuple[ScaleId, int]] = []
+        self._set_back: list[tuple[ScaleId, str, int | None, int]] = []
 
     def carried(self, key: ScaleId, runtime: str, found: int | None, wanted: int) -> None:
         """RuntimeScale `key`'s replicas written to ServingRuntime `runtime`, which had `found`."""
@@ -39,9 +40,15 @@ class PassWrites:
         """RuntimeScale `key` given its runtime's `replicas` (it was created without `spec.replicas`)."""
         self._adopted.append((key, replicas))
 
+    def set_back(self, key: ScaleId, runtime: str, found: int | None, wanted: int) -> None:
+        """ServingRuntime `runtime` was found at `found`, set outside RuntimeScale `key` (the first set-back of
+        an episode, `ScaleMemory.set_back_level`), and set back to `wanted`: a WARNING. A tool that applies every
+        ServingRuntime's manifest again sets them all at once: a WARNING each was 270 lines in 4 s at 300."""
+        self._set_back.append((key, runtime, found, wanted))
+
     def flush(self) -> None:
-        adopted, carried = self._adopted, self._carried
-        self._adopted, self._carried = [], []
+        adopted, carried, set_back = self._adopted, self._carried, self._set_back
+        self._adopted, self._carried, self._set_back = [], [], []
         def adopted_one(write: tuple[ScaleId, int]) -> str:
             (namespace, name), replicas = write
             return f"RuntimeScale {namespace}/{name}: spec.replicas adopted from the runtime: {replicas}"
@@ -64,6 +71,27 @@ class PassWrites:
         say_each_or_counted(log, carried, carried_one, lambda count, scales: (
             f"{count} RuntimeScales: replicas carried to their ServingRuntimes' spec.replicas: {scales}"),
             carried_shown)
+
+        def set_back_shown(write: tuple[ScaleId, str, int | None, int]) -> str:
+            (namespace, _), runtime, found, wanted = write
+            return f"{namespace}/{runtime} ({shown_replicas(found)} -> {wanted})"
+
+        say_each_or_counted(log, set_back, lambda write: set_back_line(*write), lambda count, runtimes: (
+            f"{count} ServingRuntimes' spec.replicas were set outside their RuntimeScales (by hand, or by a tool "
+            f"that applies their manifests), and set back: {runtimes}. The RuntimeScales, which their HPAs "
+            "scale, decide the runtimes' replicas. Change the HPAs' minReplicas/maxReplicas instead, and leave "
+            "spec.replicas out of applied ServingRuntime manifests"), set_back_shown, level=logging.WARNING)
+
+
+def set_back_line(key: ScaleId, runtime: str, found: int | None, wanted: int) -> str:
+    """The line for one ServingRuntime `runtime` found at `found`, set outside RuntimeScale `key`, set back to
+    `wanted`."""
+    namespace, name = key
+    return (f"ServingRuntime {namespace}/{runtime} spec.replicas was set to {shown_replicas(found)} outside "
+            f"RuntimeScale {namespace}/{name} (by hand, or by a tool that applies the ServingRuntime's manifest); "
+            f"set back to {wanted}: the RuntimeScale, which its HPA scales, decides the runtime's replicas. Change "
+            "the HPA's minReplicas/maxReplicas instead, and leave spec.replicas out of applied ServingRuntime "
+            "manifests")
 
 
 def shown_replicas(replicas: int | None) -> str:

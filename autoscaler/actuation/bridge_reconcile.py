@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from autoscaler.actuation.bridge_memory import ScaleMemory
-from autoscaler.actuation.bridge_news import PassWrites, ReasonChanges, shown_replicas
+from autoscaler.actuation.bridge_news import PassWrites, ReasonChanges, set_back_line, shown_replicas
 from autoscaler.actuation.bridge_owners import RuntimeOwners, ScaleId
 from autoscaler.actuation.bridge_retries import RetrySchedule
 from autoscaler.actuation.bridge_status import (
@@ -188,13 +188,10 @@ class RuntimeScaleReconciler:
                          "set to %d, what RuntimeScale %s/%s asks (its HPA decides the runtime's replicas)",
                          namespace, runtime_name, shown_replicas(found), wanted, namespace, name)
             elif (memory.carried if memory.carried is not None else bridged_spec(scale)) == (runtime_name, wanted):
-                log.log(
-                    memory.set_back_level(found, self._clock()),
-                    "ServingRuntime %s/%s spec.replicas was set to %s outside RuntimeScale %s/%s (by hand, or by "
-                    "a tool that applies the ServingRuntime's manifest); set back to %d: the RuntimeScale, which "
-                    "its HPA scales, decides the runtime's replicas. Change the HPA's minReplicas/maxReplicas "
-                    "instead, and leave spec.replicas out of applied ServingRuntime manifests",
-                    namespace, runtime_name, found, namespace, name, wanted)
+                if memory.set_back_level(found, self._clock()) == logging.WARNING:
+                    self._writes.set_back(key, runtime_name, found, wanted)  # said with the pass's others
+                else:
+                    log.debug("%s", set_back_line(key, runtime_name, found, wanted))
             else:
                 self._writes.carried(key, runtime_name, found, wanted)
         if wanted is None:
