@@ -223,7 +223,7 @@ async def test_with_twenty_hpas_writing_every_newest_ask_reaches_its_runtime_wit
     kube: FakeKubeApi, kube_client: KubeClient
 ) -> None:
     """The operator's fleet, smaller: the watch and the bridge as the adapter runs them, status writes answered
-    in 40 ms, twenty HPAs writing a rising value every 0.2 s. A second after the last writes, every runtime holds
+    in 40 ms, twenty HPAs writing a rising value every 0.2 s. Seconds after the last writes, every runtime holds
     its HPA's last value (it held an older one until the next full pass, the resync here an hour away)."""
     fleet(kube, 20)
     kube.delay(STATUS_WRITE, 0.04, method="PATCH")
@@ -238,8 +238,9 @@ async def test_with_twenty_hpas_writing_every_newest_ask_reaches_its_runtime_wit
             for i in range(20):
                 hpa_writes(kube, rt(i), value)
             await asyncio.sleep(0.2)
+        # A round over the twenty is about 1.2 s; the margin is for a loaded 2-core machine.
         await eventually(lambda: all(kube.serving_runtime_replicas(NS, rt(i)) == 29 for i in range(20)),
-                         timeout=2.5)
+                         timeout=6.0)
     finally:
         for task in tasks:
             task.cancel()
@@ -303,4 +304,4 @@ async def test_hpa_writes_that_never_stop_do_not_hold_the_resync_back(
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-    assert set_back_at is not None and set_back_at <= 2.5, "not set back while the HPA kept writing"
+    assert set_back_at is not None and set_back_at <= 3.0, "not set back while the HPA kept writing"

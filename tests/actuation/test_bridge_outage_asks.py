@@ -60,4 +60,5 @@ async def test_the_last_ask_of_an_outage_goes_out_within_a_backoff_step_of_recov
                 await task
     # One try (a pass lists the runtimes, then reads or writes the one: two) per backoff step: 5 steps.
     assert len(tried) <= 10, f"{len(tried)} tries of the ServingRuntime during a {OUTAGE_S} s outage"
-    assert carried_after_s <= 1.6 + 0.6, f"the last ask carried {carried_after_s:.1f} s after recovery"
+    # 1.6 s, with a margin for a loaded 2-core machine (it was over 10 s: the backoff at its 30 s cap).
+    assert carried_after_s <= 1.6 + 1.4, f"the last ask carried {carried_after_s:.1f} s after recovery"
