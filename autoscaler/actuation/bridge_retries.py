@@ -2,12 +2,12 @@
 
 A module of its own because the schedule is easy to get wrong and is the same for every kind of failure: 409, 429,
 5xx and no answer are retried with exponential backoff and jitter (`autoscaler.kube.backoff.retry_delay`), other
-refusals (403: RBAC) at the next resync. A RuntimeScale the watch hands over meanwhile (the HPA wrote again) waits
-for its retry too (`holds`): its retry's pass reads the newest ask. A retry waits at least half its backoff,
-counted from the start of the pass that failed, and the first one due starts a pass that takes every one whose half
-has passed: each retry due on its own started a pass of three fleet-wide lists for it alone, back to back while an
-outage failed every write. A server's `Retry-After` (`ServerThrottle`) holds the whole bridge, so the next pass
-waits for it.
+refusals (403: RBAC) at the next resync. A RuntimeScale the watch hands over during a failure's backoff (the HPA
+wrote again) waits for its retry too (`holds`): its retry's pass reads the newest ask; after a refusal it goes
+out. A retry waits at least half its backoff, counted from the start of the pass that failed, and the first one due
+starts a pass that takes every one whose half has passed: each retry due on its own started a pass of three
+fleet-wide lists for it alone, back to back while an outage failed every write. A server's `Retry-After`
+(`ServerThrottle`) holds the whole bridge, so the next pass waits for it.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ class _Retry:
     """When this retry wakes the bridge (jittered)."""
     not_before: float = 0.0
     """From when a pass retries it: half its backoff (or the server's Retry-After) after the pass that failed."""
+    holds_asks: bool = False
+    """Whether a new ask waits for this retry: after a failure (the server may still be failing), not a refusal
+    (a webhook that refused one ask says nothing of the next)."""
 
 
 class RetrySchedule:
@@ -63,6 +66,7 @@ class RetrySchedule:
         retry.failures += 1
         now = self._clock()
         self._throttle.note(error)
+        retry.holds_asks = error.retryable
         if error.retryable:
             start = self._started_at if -math.inf < self._started_at <= now else now
             retry.retry_at = start + retry_delay(retry.failures, self._base_s, self._cap_s, self._rand(),
@@ -93,9 +97,11 @@ class RetrySchedule:
     def holds(self, key: ScaleId) -> bool:
         """Whether a hand-over of `key` waits for its retry (which wakes a pass that reads it anew) rather than
         going out now: a new ask while its backoff runs would go to a server that just failed it, and each
-        failure counts, so an HPA writing every 0.5 s through an 8 s outage climbed the backoff to its cap."""
+        failure counts, so an HPA writing every 0.5 s through an 8 s outage climbed the backoff to its cap. A
+        refusal (403, an admission webhook's 4xx) holds none: it says nothing of the next ask, which would
+        otherwise wait for the resync."""
         retry = self._retries.get(key)
-        return retry is not None and retry.retry_at > self._clock()
+        return retry is not None and retry.holds_asks and retry.retry_at > self._clock()
 
     def first_retried(self, key: ScaleId, error: KubeApiError) -> bool:
         """Whether `error` is a retried failure (no answer, 409, 429, 5xx) with none before it in a row: not yet

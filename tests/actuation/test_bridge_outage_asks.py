@@ -62,3 +62,27 @@ async def test_the_last_ask_of_an_outage_goes_out_within_a_backoff_step_of_recov
     assert len(tried) <= 10, f"{len(tried)} tries of the ServingRuntime during a {OUTAGE_S} s outage"
     # 1.6 s, with a margin for a loaded 2-core machine (it was over 10 s: the backoff at its 30 s cap).
     assert carried_after_s <= 1.6 + 1.4, f"the last ask carried {carried_after_s:.1f} s after recovery"
+
+
+async def test_an_ask_after_a_refused_one_goes_out_at_once(kube: FakeKubeApi, kube_client: KubeClient) -> None:
+    """A refusal is no outage: an admission webhook that refuses the HPA's ask of 4 (a 422, tried again only at the
+    next resync) says nothing of its next ask, 5, which goes out at once. Held for the refused ask's retry like a
+    failure's, it waited for the resync (15 s shipped; an hour here)."""
+    fleet(kube, 1)
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BACKOFF, rand=lambda: 1.0)
+    tasks = [asyncio.create_task(RuntimeScaleWatch(kube_client, NS, bridge.wake).run())]
+    try:
+        await kube.wait_for_watches(1, "runtimescales")
+        tasks.append(asyncio.create_task(bridge.run()))
+        await eventually(lambda: kube.serving_runtime_replicas(NS, rt(0)) == 3)
+        refusal = kube.fail(r"/servingruntimes", 422, times=1, method="PATCH",
+                            message="admission webhook denied the request: no 4 replicas on Sundays")
+        hpa_writes(kube, rt(0), 4)
+        await eventually(lambda: refusal.hits == 1)
+        hpa_writes(kube, rt(0), 5)
+        await eventually(lambda: kube.serving_runtime_replicas(NS, rt(0)) == 5, timeout=3.0)
+    finally:
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
