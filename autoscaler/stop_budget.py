@@ -20,11 +20,15 @@ log = logging.getLogger(__name__)
 
 
 def rest_of_stop_s(settings: ServeSettings) -> float:
-    """The most a stop takes besides `--shutdown-delay`: the leader's writes in flight (one client timeout,
-    autoscaler/actuation/write_fence.py), the Lease release (a read and a write, each within the client timeout),
-    then the serving workers' stop (one deadline for all of them, autoscaler/worker_pool.py)."""
+    """The most a stop takes besides `--shutdown-delay`: the writes in flight (one client timeout,
+    autoscaler/actuation/write_fence.py), the Lease release where it holds one (a read and a write, each within the
+    client timeout; `--leader-elect` unset counts as set: in a cluster it is), then the serving workers' stop where
+    it has any (one deadline for all of them, autoscaler/worker_pool.py). Counting parts a replica does not have
+    told `--workers 0 --leader-elect false` a grace period 15 s longer than it needs."""
     client_s = client_timeout_s(settings.leader_elect_lease_duration_s, settings.leader_elect_renew_deadline_s)
-    return 3 * client_s + STOP_TIMEOUT_S
+    lease_release_s = 0.0 if settings.leader_elect is False else 2 * client_s
+    workers_stop_s = STOP_TIMEOUT_S if settings.workers > 0 else 0.0
+    return client_s + lease_release_s + workers_stop_s
 
 
 def stop_budget_s(settings: ServeSettings) -> float:

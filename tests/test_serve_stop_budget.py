@@ -28,5 +28,17 @@ def test_a_shutdown_delay_says_the_grace_period_it_needs(caplog: pytest.LogCaptu
         "pod's terminationGracePeriodSeconds must be above 37.5 s, or the kubelet kills it mid-way"]
 
 
+@pytest.mark.parametrize(("argv", "rest_s"), [
+    (["--leader-elect", "false"], 12.5),  # no Lease to release: 2.5 s writes, 10 s workers
+    (["--workers", "0"], 7.5),  # no serving workers: 2.5 s writes, 5 s the Lease's read and write
+    (["--workers", "0", "--leader-elect", "false"], 2.5),
+])
+def test_the_grace_period_said_counts_only_what_this_replica_stops(
+    argv: list[str], rest_s: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    [line] = said_at_start(["--shutdown-delay", "20s", *argv], caplog)
+    assert f"then takes up to {rest_s:g} s more to stop" in line and f"must be above {20 + rest_s:g} s" in line
+
+
 def test_no_shutdown_delay_says_nothing(caplog: pytest.LogCaptureFixture) -> None:
     assert said_at_start(["--shutdown-delay", "0"], caplog) == []
