@@ -31,6 +31,7 @@ from exporter.collectors.build_info import BuildInfoCollector
 from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
 from exporter.collectors.pod import PodInfoCollector
+from exporter.connection_cap import MAX_CONNECTIONS, WRITE_DEADLINE_S, ConnectionCap, ConnectionCounts
 from exporter.listen import KEEPALIVE_TIMEOUT_S, bind_listeners
 from exporter.settings import ExporterSettings
 from exporter.stop_signals import StopSignals
@@ -40,6 +41,12 @@ log = logging.getLogger(__name__)
 
 HEALTH_KEY: web.AppKey[CollectorHealth] = web.AppKey("health", CollectorHealth)
 REGISTRY_KEY: web.AppKey[CollectorRegistry] = web.AppKey("registry", CollectorRegistry)
+CONNECTIONS_KEY: web.AppKey[ConnectionCounts] = web.AppKey("connections", ConnectionCounts)
+
+STOP_GRACE_S = 1.5
+"""After a stop signal, how long answers in flight (and requests already arriving) are given to finish before their
+connections close: a scrape is answered in milliseconds, and the kubelet's grace period is 30 s. Background reads
+(a hung NVML call, a ModelMesh read) are stopped after it, on their own clock (`exporter.stopping`), as before."""
 
 Loop = Callable[[], Coroutine[Any, Any, None]]
 """Starts one background loop; called when the app starts, so an app that never runs leaves no coroutine."""
@@ -89,11 +96,13 @@ def build_app(settings: ExporterSettings) -> web.Application:
         registry.register(gpu)
         loops.append(functools.partial(gpu.run, settings.gpu_interval_s))
     registry.register(health)
+    connections = ConnectionCounts()
+    registry.register(connections)
     registry.register(BuildInfoCollector())
     # The pod's family stays last: the adapter's fast reader looks for it there (autoscaler/sources/exporter_text.py)
     if settings.identity.labels():  # none given (a sidecar patched before the variables): no series, read as before
         registry.register(PodInfoCollector(settings.identity))
-    return metrics_app(registry, health, loops)
+    return metrics_app(registry, health, loops, connections)
 
 
 def metrics_handler(registry: CollectorRegistry, gzip_level: int = 6) -> Handler:
@@ -150,8 +159,10 @@ def _loop_name(loop: Loop) -> str:
     return getattr(function, "__qualname__", repr(function))
 
 
-def metrics_app(registry: CollectorRegistry, health: CollectorHealth, loops: Sequence[Loop] = ()) -> web.Application:
-    """Serve `registry` at /metrics and liveness at /healthz, running `loops` while the app runs.
+def metrics_app(registry: CollectorRegistry, health: CollectorHealth, loops: Sequence[Loop] = (),
+                connections: ConnectionCounts | None = None) -> web.Application:
+    """Serve `registry` at /metrics and liveness at /healthz, running `loops` while the app runs; `run` counts its
+    connections in `connections` (registered in `registry` by the caller, where it is published).
 
     Split from `build_app` so the benchmark serves exactly this surface over registries it fills itself.
     """
@@ -169,6 +180,7 @@ def metrics_app(registry: CollectorRegistry, health: CollectorHealth, loops: Seq
     app = web.Application()
     app[HEALTH_KEY] = health
     app[REGISTRY_KEY] = registry
+    app[CONNECTIONS_KEY] = connections if connections is not None else ConnectionCounts()
     app.router.add_get("/metrics", metrics_handler(registry))
     app.router.add_get("/healthz", healthz)
     app.cleanup_ctx.append(background)
@@ -181,7 +193,8 @@ async def _log_stopping(app: web.Application) -> None:
     log.info("stopping: /metrics closes and the background sampling ends")
 
 
-def _take_stop_signals(signals: StopSignals) -> Callable[[web.Application], Coroutine[Any, Any, None]]:
+def _take_stop_signals(signals: StopSignals, stop: Callable[[], None],
+                       ) -> Callable[[web.Application], Coroutine[Any, Any, None]]:
     """The `on_startup` hook that hands the stopping signals to the serving loop until its clean-up is over.
 
     aiohttp's own handlers (`run_app`'s) raised its GracefulExit again at a second SIGTERM during the clean-up,
@@ -200,7 +213,7 @@ def _take_stop_signals(signals: StopSignals) -> Callable[[web.Application], Coro
             if len(received) == 1:
                 if signum == signal.SIGHUP:  # SIGTERM and SIGINT say so in `_log_stopping`, as before
                     log.info("SIGHUP: stopping")
-                raise web.GracefulExit  # how `run_app` stops: out of its loop, into the clean-up
+                stop()  # `serve` stops serving, lets the answers in flight finish, then cleans up
             if len(received) == 2:
                 log.info("%s while stopping: ignored (the clean-up goes on; more are ignored without a line)",
                          signum.name)
@@ -221,21 +234,79 @@ async def _quiet_accept_errors(app: web.Application) -> None:
     quiet_accept_errors(asyncio.get_running_loop())
 
 
-def run(app: web.Application, host: str, port: int, *, access_log: bool = False,
-        sockets: Sequence[socket.socket] | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
-    """Serve until SIGTERM/SIGINT on `sockets` (bound by `exporter.listen` before anything else started), or
-    on `host:port` bound here; over HTTPS with `ssl_context` (`exporter.metrics_tls`). No access log by
-    default: Prometheus scrapes every few seconds forever, and formatting a log line per scrape would cost more
-    than rendering the metrics. Idle connections stay open `KEEPALIVE_TIMEOUT_S`, which the adapter's scrape
-    counts on to reuse them."""
-    signals = StopSignals()
-    app.on_startup.append(_take_stop_signals(signals))
+class _CappedSite(web.SockSite):
+    """A listening socket whose connections go through the `ConnectionCap`; at its stop, the connections already
+    waiting in its backlog are taken and answered, not reset with the socket."""
+
+    def __init__(self, runner: web.BaseRunner, sock: socket.socket, cap: ConnectionCap, *,
+                 ssl_context: ssl.SSLContext | None) -> None:
+        super().__init__(runner, sock, ssl_context=ssl_context)
+        self._cap = cap
+        self._listening = sock
+        self._taken: list[asyncio.Task[Any]] = []
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)
+        self._server = await asyncio.get_running_loop().create_server(
+            self._cap, sock=self._listening, ssl=self._ssl_context, backlog=self._backlog)
+
+    async def stop(self) -> None:
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(OSError):  # closed already, or out of files: what waits is reset, as before
+            while True:
+                accepted, _ = self._listening.accept()
+                accepted.setblocking(False)
+                self._taken.append(
+                    loop.create_task(loop.connect_accepted_socket(self._cap, accepted, ssl=self._ssl_context)))
+        await super().stop()
+
+
+async def serve(app: web.Application, sockets: Sequence[socket.socket], *, access_log: bool = False,
+                ssl_context: ssl.SSLContext | None = None, signals: StopSignals | None = None,
+                max_connections: int = MAX_CONNECTIONS, write_deadline_s: float = WRITE_DEADLINE_S,
+                stop_grace_s: float = STOP_GRACE_S, stopped: asyncio.Event | None = None) -> None:
+    """Serve `app` on `sockets` until a stop signal (taken from `signals`), then stop in order: no new connection
+    (those already waiting in the backlog taken), up to `stop_grace_s` for the answers in flight and the requests
+    arriving, then aiohttp's clean-up, which closes the connections and stops the background loops. aiohttp's
+    `run_app` closed every connection at once: scrapers in flight read "connection reset by peer". `stopped`,
+    when given, stops it as a signal does."""
+    stopped = stopped if stopped is not None else asyncio.Event()
+    if signals is not None:
+        app.on_startup.append(_take_stop_signals(signals, stopped.set))
     app.on_startup.append(_quiet_accept_errors)
+    runner = web.AppRunner(app, handle_signals=False, keepalive_timeout=KEEPALIVE_TIMEOUT_S,
+                           access_log=logging.getLogger("aiohttp.access") if access_log else None,
+                           shutdown_timeout=stop_grace_s)
+    await runner.setup()
     try:
-        web.run_app(
-            app, sock=list(sockets) if sockets is not None else bind_listeners(host, port), print=None,
-            access_log=logging.getLogger("aiohttp.access") if access_log else None, handle_signals=False,
-            ssl_context=ssl_context, keepalive_timeout=KEEPALIVE_TIMEOUT_S,
-        )
+        assert runner.server is not None
+        cap = ConnectionCap(runner.server, app[CONNECTIONS_KEY], max_connections, write_deadline_s)
+        sites = [_CappedSite(runner, sock, cap, ssl_context=ssl_context) for sock in sockets]
+        for site in sites:
+            await site.start()
+        await stopped.wait()
+        for site in sites:
+            await site.stop()
+        deadline = asyncio.get_running_loop().time() + stop_grace_s
+        await asyncio.sleep(0.05)  # the backlog's connections made, their requests read
+        while cap.busy() and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
+    finally:
+        await runner.cleanup()
+
+
+def run(app: web.Application, host: str, port: int, *, access_log: bool = False,
+        sockets: Sequence[socket.socket] | None = None, ssl_context: ssl.SSLContext | None = None,
+        max_connections: int = MAX_CONNECTIONS) -> None:
+    """Serve until SIGTERM/SIGINT/SIGHUP (`serve`) on `sockets` (bound by `exporter.listen` before anything else
+    started), or on `host:port` bound here; over HTTPS with `ssl_context` (`exporter.metrics_tls`), at most
+    `max_connections` open (`exporter.connection_cap`). No access log by default: Prometheus scrapes every few
+    seconds forever, and formatting a log line per scrape would cost more than rendering the metrics. Idle
+    connections stay open `KEEPALIVE_TIMEOUT_S`, which the adapter's scrape counts on to reuse them."""
+    signals = StopSignals()
+    try:
+        asyncio.run(serve(app, list(sockets) if sockets is not None else bind_listeners(host, port),
+                          access_log=access_log, ssl_context=ssl_context, signals=signals,
+                          max_connections=max_connections))
     finally:
         signals.hold()  # ignored while Python shuts down, which puts its own handlers back to the default

@@ -49,6 +49,10 @@ EXPORTER_TIME: Final = "modelmesh_exporter_time_seconds"
 MODEL_RECENCY_HORIZON: Final = "modelmesh_exporter_model_recency_horizon_seconds"
 """How long this exporter keeps a model in `MODEL_LAST_SERVED_TIMESTAMP` (`--model-recency-horizon`): the adapter's
 cache need reads that series within `target_lru_age_s`, and a shorter horizon would cut its count unseen."""
+CONNECTIONS_OPEN: Final = "modelmesh_exporter_connections_open"
+CONNECTIONS_DROPPED_TOTAL: Final = "modelmesh_exporter_connections_dropped_total"
+"""Connections the exporter closed, by `reason` (`exporter.connection_cap`): a client that read nothing of its answer
+for seconds, or one closed or refused at `--max-connections`."""
 BUILD_INFO: Final = "modelmesh_exporter_build_info"
 """Which build the sidecar runs (a gauge of 1, as `prometheus_build_info`): during a rollout, the pods whose sidecar
 is still the old one are those of the old `revision` (`exporter.build_info`)."""

@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Final, NoReturn
 
 from exporter import build_info, env_flags
+from exporter.connection_cap import MAX_CONNECTIONS
 from exporter.env_flags import EnvFlag, EnvFlagError, resolve_flags, settings_fields
 from exporter.flag_values import (
     LOG_LEVELS,
     SECONDS_FORMS,
     boolean,
     ca_file,
+    count,
     file_path,
     host_port,
     log_level,
@@ -50,6 +52,8 @@ class ExporterSettings:
     only)."""
     listen_port: int = 9187
     """9187: the exporter's port in the manifests and the adapter's `--exporter-port` default."""
+    max_connections: int = MAX_CONNECTIONS
+    """Connections open at once (`exporter.connection_cap`): each may hold a rendered answer while its client reads."""
     modelmesh_url: str = "https://127.0.0.1:2112/metrics"
     """ModelMesh serves its metrics on :2112 over https by default, and the `mm` container shares our
     network namespace, so 127.0.0.1."""
@@ -218,6 +222,10 @@ _OPTIONS: Final = (
     _Option("--listen", host_port, "address to serve /metrics and /healthz on; no host (:9187) is every "
             "address, IPv4 and IPv6, as a pod's address may be either; 0.0.0.0 is IPv4's only",
             f"{_D.listen_host}:{_D.listen_port}", "HOST:PORT"),
+    _Option("--max-connections", count, "connections open at once; at the bound a new one takes the place of one "
+            "whose client stopped reading or that is idle, and is closed when every one is busy answering (each may "
+            "hold a rendered /metrics answer; a client that reads none of its answer for 10 s is dropped anyway)",
+            str(_D.max_connections), "N"),
     _Option("--modelmesh-url", metrics_url,
             "this pod's ModelMesh container's metrics URL; ModelMesh serves https by default. Its host must be an "
             "address of this pod (loopback, or one of its interfaces), as an IP or localhost, else the exporter "

@@ -79,7 +79,7 @@ def serve(argv: list[str] | None) -> None:
     # The access log only at DEBUG: one line per scrape otherwise fills the pod's log for nothing.
     app = build_app(settings)
     run(app, settings.listen_host, settings.listen_port, access_log=settings.log_level == "DEBUG", sockets=sockets,
-        ssl_context=serve_over_tls(app, settings))
+        ssl_context=serve_over_tls(app, settings), max_connections=settings.max_connections)
 
 
 def _stopped_while_starting(signum: int, frame: object) -> None:

@@ -250,6 +250,7 @@ async def test_model_recency_horizon_zero_publishes_no_per_model_series(
 # One value per flag, as a flag argument and as its variable's value, and what it must set.
 FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--listen", "127.0.0.1:9999", "listen_port", 9999),
+    ("--max-connections", "8", "max_connections", 8),
     ("--modelmesh-url", "http://10.0.0.1:2112/metrics", "modelmesh_url", "http://10.0.0.1:2112/metrics"),
     ("--modelmesh-insecure", "true", "modelmesh_insecure", True),
     ("--modelmesh-timeout", "0.5", "modelmesh_timeout_s", 0.5),

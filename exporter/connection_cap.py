@@ -1,0 +1,232 @@
+"""What a client that never reads its answer can cost the exporter: a bounded number of connections, each for
+seconds.
+
+aiohttp hands a whole `/metrics` answer to the transport at once, and a client that stops reading (or never
+reads: a raw socket that sends `GET /metrics` and waits) pins that answer, rendered for it alone, in the
+process's buffers for as long as it keeps the connection open: no write timeout ends it, and nothing bounds
+how many there are. With 3,000 models (a 346 KB plain answer) 800 such clients held 327 MiB, above the
+sidecar's 256Mi memory limit: the kubelet OOM-kills the exporter, and every runtime pod's autoscaling signals go
+with it. So, as the adapter's API does (`autoscaler/api/connections.py`, whose stalled-answer timeout and "who
+makes room" rules this follows, in the small: the exporter's clients are one Prometheus, the adapter and the
+kubelet's probes):
+
+- **A write deadline**: an answer that stays backed up (the client takes nothing) for `WRITE_DEADLINE_S` is
+  dropped with its connection. A scraper that reads at all takes a few hundred KB in milliseconds.
+- **A cap on open connections** (`--max-connections`): at the cap, a new connection takes the place of one whose
+  client stopped reading, else of the one idle longest (no request under way, nothing received for
+  `QUIET_S`: a keep-alive connection between scrapes, which its client reopens, or a client sending nothing);
+  only when every place is busy answering is the new one closed. So a probe's /healthz and a scraper's /metrics
+  keep being answered whatever the stuck clients hold. The first time the cap is reached the log says so, once.
+
+Each drop is counted in `modelmesh_exporter_connections_dropped_total{reason}` (`ConnectionCounts`), the open
+connections in `modelmesh_exporter_connections_open`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Iterable
+from typing import Final
+
+from aiohttp import web
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from exporter import names
+
+log = logging.getLogger(__name__)
+
+MAX_CONNECTIONS: Final = 32
+"""Default cap: a Prometheus pair, the adapter's scrapes (one connection per serving process and replica) and the
+kubelet's probes need a handful; 32 answers of a 3,000-model fleet held at once are about 25 MB."""
+
+WRITE_DEADLINE_S: Final = 10.0
+"""How long an answer may stay backed up before its connection is dropped (the adapter's `write_stall_timeout_s`)."""
+
+QUIET_S: Final = 1.0
+"""A connection that received bytes this recently (a request arriving) is not closed to make room."""
+
+REASON_WRITE_DEADLINE: Final = "write_deadline"
+REASON_MADE_ROOM: Final = "made_room"
+REASON_REFUSED: Final = "refused"
+REASONS: Final = (REASON_WRITE_DEADLINE, REASON_MADE_ROOM, REASON_REFUSED)
+
+
+class ConnectionCounts(Collector):
+    """The exporter's own connection figures, as /metrics publishes them: open now, and dropped by reason."""
+
+    def __init__(self) -> None:
+        self.open = 0
+        self.dropped: Counter[str] = Counter()
+
+    def describe(self) -> Iterable[Metric]:
+        yield GaugeMetricFamily(names.CONNECTIONS_OPEN, "")
+        yield CounterMetricFamily(names.CONNECTIONS_DROPPED_TOTAL, "")
+
+    def collect(self) -> Iterable[Metric]:
+        yield GaugeMetricFamily(names.CONNECTIONS_OPEN, "Connections open to the exporter's port.", value=self.open)
+        dropped = CounterMetricFamily(
+            names.CONNECTIONS_DROPPED_TOTAL,
+            "Connections the exporter closed: write_deadline (the client did not read its answer), made_room "
+            "(idle or stuck, at --max-connections, for a new one), refused (at --max-connections, all busy).",
+            labels=["reason"])
+        for reason in REASONS:
+            dropped.add_metric([reason], self.dropped[reason])
+        yield dropped
+
+
+class ConnectionCap:
+    """A protocol factory for `loop.create_server` around aiohttp's `web.Server`: the cap and the write deadline
+    (see the module)."""
+
+    def __init__(self, server: web.Server, counts: ConnectionCounts, max_connections: int = MAX_CONNECTIONS,
+                 write_deadline_s: float = WRITE_DEADLINE_S) -> None:
+        self.server = server
+        self.counts = counts
+        self.max_connections = max_connections
+        self.write_deadline_s = write_deadline_s
+        self.connections: dict[CappedConnection, None] = {}
+        """Every connection holding a place, oldest first."""
+        self._cap_said = False
+        self._deadline_said = False
+
+    def __call__(self) -> asyncio.Protocol:
+        return CappedConnection(self)
+
+    def admit(self, connection: CappedConnection) -> bool:
+        """A place for a new connection; at the cap, made by closing a stuck or idle one (False: none could go)."""
+        if len(self.connections) >= self.max_connections:
+            victim = self._room(asyncio.get_running_loop().time())
+            if not self._cap_said:
+                self._cap_said = True
+                log.warning("%d connections open, the most --max-connections (EXPORTER_MAX_CONNECTIONS) allows: a "
+                            "new one takes the place of one whose client stopped reading or that is idle, and is "
+                            "closed when all are busy (said once; counted in %s)", self.max_connections,
+                            names.CONNECTIONS_DROPPED_TOTAL)
+            if victim is None:
+                self.counts.dropped[REASON_REFUSED] += 1
+                return False
+            self.counts.dropped[REASON_MADE_ROOM] += 1
+            victim.abort()
+        self.connections[connection] = None
+        self.counts.open = len(self.connections)
+        return True
+
+    def _room(self, now: float) -> CappedConnection | None:
+        """Which connection goes: the one stalled longest, else the one quiet longest, else none."""
+        stalled = [connection for connection in self.connections if connection.stalled_since is not None]
+        if stalled:
+            return min(stalled, key=lambda connection: connection.stalled_since or 0.0)
+        quiet = [connection for connection in self.connections if not connection.busy(now)]
+        return min(quiet, key=lambda connection: max(connection.opened, connection.asked), default=None)
+
+    def release(self, connection: CappedConnection) -> None:
+        self.connections.pop(connection, None)
+        self.counts.open = len(self.connections)
+
+    def missed_deadline(self) -> None:
+        self.counts.dropped[REASON_WRITE_DEADLINE] += 1
+        if not self._deadline_said:
+            self._deadline_said = True
+            log.warning("closed a connection whose client read none of its answer for %g s (said once; counted in "
+                        "%s)", self.write_deadline_s, names.CONNECTIONS_DROPPED_TOTAL)
+
+    def busy(self) -> bool:
+        """Some connection has a request arriving, under way, or its answer still being sent (`stop_grace_s`)."""
+        now = asyncio.get_running_loop().time()
+        return any(connection.answering(now) for connection in self.connections)
+
+
+class CappedConnection(asyncio.Protocol):
+    """One accepted connection: aiohttp's request handler serves it; this holds its place and its write clock."""
+
+    def __init__(self, cap: ConnectionCap) -> None:
+        self._cap = cap
+        self._loop = asyncio.get_running_loop()
+        self._handler = cap.server()
+        self._transport: asyncio.BaseTransport | None = None
+        self._admitted = False
+        self._deadline: asyncio.TimerHandle | None = None
+        self.stalled_since: float | None = None
+        """When its answer backed up (the client stopped reading), until it drains."""
+        self.opened = self._loop.time()
+        self.asked = float("-inf")
+        """When the end of a request's headers last arrived."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport
+        if not self._cap.admit(self):
+            transport.abort()  # type: ignore[attr-defined]
+            return
+        self._admitted = True
+        self._handler.connection_made(transport)
+
+    def busy(self, now: float) -> bool:
+        """Not to be closed for another: new (open less than `QUIET_S`), a request's headers complete within
+        `QUIET_S` (about to be answered), a request under way, or an answer being handed over (not stalled). A
+        client sending its headers byte by byte, or sending nothing, is not busy once its first second is over."""
+        if self.stalled_since is not None:
+            return False
+        if now - self.opened < QUIET_S or now - self.asked < QUIET_S:
+            return True
+        if getattr(self._handler, "_request_in_progress", False):  # aiohttp's own mark; none: judged as idle
+            return True
+        transport = self._transport
+        return transport is not None and not transport.is_closing() and bool(
+            transport.get_write_buffer_size())  # type: ignore[attr-defined]
+
+    def answering(self, now: float) -> bool:
+        """A request to answer before a stop closes it: one under way or parsed and queued, an answer being handed
+        over, or a connection just made (within `QUIET_S`) whose request has not come yet."""
+        handler = self._handler
+        if getattr(handler, "_request_in_progress", False) or getattr(handler, "_messages", None):
+            return True
+        if self.asked == float("-inf") and now - self.opened < QUIET_S:
+            return True
+        transport = self._transport
+        return transport is not None and not transport.is_closing() and bool(
+            transport.get_write_buffer_size())  # type: ignore[attr-defined]
+
+    def abort(self) -> None:
+        """Close at once; its place is free now (its `connection_lost` comes a loop turn later, after other accepts
+        of the same wake-up may have looked for room)."""
+        self._cap.release(self)
+        if self._transport is not None:
+            self._transport.abort()  # type: ignore[attr-defined]
+
+    def data_received(self, data: bytes) -> None:
+        if b"\r\n\r\n" in data or data.endswith(b"\n"):  # a request's end, or near it: about to be in progress
+            self.asked = self._loop.time()
+        self._handler.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        self._handler.eof_received()
+        return None
+
+    def pause_writing(self) -> None:
+        if self.stalled_since is None:
+            self.stalled_since = self._loop.time()
+            self._deadline = self._loop.call_later(self._cap.write_deadline_s, self._deadline_missed)
+        self._handler.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.stalled_since = None
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        self._handler.resume_writing()
+
+    def _deadline_missed(self) -> None:
+        self._deadline = None
+        self._cap.missed_deadline()
+        self.abort()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        self._cap.release(self)
+        if self._admitted:
+            self._handler.connection_lost(exc)

@@ -1,0 +1,97 @@
+"""Clients that never read their /metrics answer cost the exporter a bounded number of connections, for seconds.
+
+A raw socket that sends `GET /metrics` and reads nothing pinned its rendered answer (346 KB at 3,000 models) for as
+long as it stayed open: 800 of them held 327 MiB, above the sidecar's 256Mi limit. Now at most `--max-connections`
+are open, a stuck one makes room for a new client, /healthz and /metrics keep answering, and one whose answer stays
+backed up in the process for the write deadline is dropped; each drop is counted in /metrics and the cap said
+once in the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import urllib.request
+from collections.abc import Iterable
+
+import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from exporter import names
+from exporter.app import metrics_app, serve
+from exporter.collectors.health import CollectorHealth
+from exporter.connection_cap import ConnectionCounts
+from exporter.listen import bind_listeners
+
+CAP = 6
+STUCK = 60
+
+
+class ManyModels(Collector):
+    """About 400 KB of text, as 3,000 models' series are."""
+
+    def collect(self) -> Iterable[Metric]:
+        family = GaugeMetricFamily("modelmesh_pod_model_last_served_timestamp_seconds", "", labels=["model_id"])
+        for index in range(3000):
+            family.add_metric([f"model-{index:05d}__isvc-abcdef{index:04d}-with-a-long-name"], float(index))
+        yield family
+
+
+def stuck_reader(port: int) -> socket.socket:
+    """A client that asks for /metrics, plain, and never reads."""
+    client = socket.socket()
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+    client.connect(("127.0.0.1", port))
+    client.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    return client
+
+
+def get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return str(response.read().decode())
+
+
+def series(text: str, name: str) -> dict[str, float]:
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+            if line.startswith(name)}
+
+
+async def test_stuck_readers_hold_at_most_the_cap_and_are_dropped_at_the_write_deadline(
+        caplog: pytest.LogCaptureFixture) -> None:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ManyModels())
+    counts = ConnectionCounts()
+    registry.register(counts)
+    app = metrics_app(registry, CollectorHealth(), (), counts)
+    sockets = bind_listeners("127.0.0.1", 0)
+    port = sockets[0].getsockname()[1]
+    # Accepted sockets inherit it: the kernel keeps a few KB of each answer, as across a pod network, where on
+    # loopback it takes a whole 400 KB answer and the process holds none.
+    sockets[0].setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    stopped = asyncio.Event()
+    serving = asyncio.create_task(serve(app, sockets, max_connections=CAP, write_deadline_s=2.0, stopped=stopped))
+    stuck: list[socket.socket] = []
+    try:
+        for _ in range(STUCK):
+            stuck.append(await asyncio.to_thread(stuck_reader, port))
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(1.2)  # the last ones are past their first second: stuck, as the others
+        assert await asyncio.to_thread(get, f"http://127.0.0.1:{port}/healthz") == "ok\n"
+        text = await asyncio.to_thread(get, f"http://127.0.0.1:{port}/metrics")
+        assert "model-02999" in text
+        assert counts.open <= CAP
+        dropped = series(text, names.CONNECTIONS_DROPPED_TOTAL)
+        assert sum(dropped.values()) >= STUCK - CAP, dropped
+        assert series(text, names.CONNECTIONS_OPEN)[names.CONNECTIONS_OPEN] <= CAP
+        await asyncio.sleep(3.0)  # past the write deadline: those whose answer backed up in the process are dropped
+        assert counts.dropped["write_deadline"] >= 1
+        assert counts.open < CAP  # those left hold no answer of theirs here (the kernel took it whole)
+        said = [message for message in caplog.messages if "--max-connections (EXPORTER_MAX_CONNECTIONS)" in message]
+        assert len(said) == 1, said
+    finally:
+        for client in stuck:
+            client.close()
+        stopped.set()
+        await asyncio.wait_for(serving, timeout=30)
