@@ -251,7 +251,17 @@ class _CappedSite(web.SockSite):
             self._cap, sock=self._listening, ssl=self._ssl_context, backlog=self._backlog)
 
     async def stop(self) -> None:
+        """Stop accepting, take what waits in the backlog, let asyncio's accepts under way finish, then close.
+
+        Closed at once (`asyncio.Server.close`), connections asyncio had accepted in the same wake-up but not yet
+        made a transport for were dropped with their request unread: a reset for the scraper (CPython 3.11: the
+        transport's `Server._attach` fails on a closed server, logged only in asyncio's debug mode)."""
         loop = asyncio.get_running_loop()
+        if self._listening.fileno() != -1:
+            loop.remove_reader(self._listening.fileno())
+        for _ in range(3):  # asyncio's own accepts of the last wake-up make their transports
+            await asyncio.sleep(0)
+        # Then, with no await before the close, what waits in the backlog (the kernel resets it with the socket).
         with contextlib.suppress(OSError):  # closed already, or out of files: what waits is reset, as before
             while True:
                 accepted, _ = self._listening.accept()

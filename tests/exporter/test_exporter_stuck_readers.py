@@ -15,6 +15,8 @@ import urllib.request
 from collections.abc import Iterable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -95,3 +97,47 @@ async def test_stuck_readers_hold_at_most_the_cap_and_are_dropped_at_the_write_d
             client.close()
         stopped.set()
         await asyncio.wait_for(serving, timeout=30)
+
+
+def idle_client(port: int) -> socket.socket:
+    """A client that connects and sends nothing (or a request's first bytes only)."""
+    client = socket.create_connection(("127.0.0.1", port))
+    client.sendall(b"GET /metr")
+    return client
+
+
+async def holding(kinds: list[bool], cap: int) -> tuple[str, int]:
+    """/healthz's answer and the connections open while `kinds` hold the port (True: a stuck reader, False: idle)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ManyModels())
+    counts = ConnectionCounts()
+    registry.register(counts)
+    sockets = bind_listeners("127.0.0.1", 0)
+    port = sockets[0].getsockname()[1]
+    sockets[0].setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    stopped = asyncio.Event()
+    serving = asyncio.create_task(serve(metrics_app(registry, CollectorHealth(), (), counts), sockets,
+                                        max_connections=cap, stopped=stopped))
+    clients: list[socket.socket] = []
+    try:
+        for stuck_one in kinds:
+            clients.append(await asyncio.to_thread(stuck_reader if stuck_one else idle_client, port))
+        await asyncio.sleep(1.1)  # every one past its first second
+        answer = await asyncio.to_thread(get, f"http://127.0.0.1:{port}/healthz")
+        return answer, counts.open
+    finally:
+        for client in clients:
+            client.close()
+        stopped.set()
+        await asyncio.wait_for(serving, timeout=30)
+
+
+@settings(max_examples=8, deadline=None)
+@given(kinds=st.lists(st.booleans(), min_size=1, max_size=24), cap=st.integers(min_value=1, max_value=8))
+def test_whatever_stuck_or_idle_clients_hold_the_port_healthz_answers_within_the_cap(kinds: list[bool],
+                                                                                     cap: int) -> None:
+    """The promise of `--max-connections`: stuck readers and idle clients, any mix and number, never keep the
+    kubelet's probe out, and never hold more than the bound."""
+    answer, open_after = asyncio.run(holding(kinds, cap))
+    assert answer == "ok\n"
+    assert open_after <= cap

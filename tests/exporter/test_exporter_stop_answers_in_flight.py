@@ -1,0 +1,87 @@
+"""A stop lets the scrapes in flight finish: a scraper reads its whole answer, or is refused, never reset.
+
+aiohttp's `run_app` closed the listening socket at SIGTERM with connections still in its backlog, and asyncio dropped
+those it had accepted in the same wake-up (their transports cannot attach to a closed server): 10 scrapers running
+read "connection reset by peer" from an exporter that exited 0 in 0.37 s. Here the real signal reaches the real
+serving loop while scrapers hammer a 400 KB /metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from exporter.app import metrics_app, serve
+from exporter.collectors.health import CollectorHealth
+from exporter.connection_cap import ConnectionCounts
+from exporter.listen import bind_listeners
+from exporter.stop_signals import STOPPING_SIGNALS, StopSignals
+from tests.exporter.test_exporter_stuck_readers import ManyModels
+
+SCRAPERS = 10
+
+
+@pytest.fixture
+def signal_handlers_kept() -> Iterator[None]:
+    """The serving loop takes the stopping signals for good; pytest's process gets its own back."""
+    kept = {signum: signal.getsignal(signum) for signum in STOPPING_SIGNALS}
+    yield
+    for signum, handler in kept.items():
+        signal.signal(signum, handler)
+
+
+def scrape_until_refused(port: int, outcomes: list[str]) -> None:
+    """One scraper: GET /metrics again and again, each on a new connection, until one cannot connect."""
+    while True:
+        try:
+            client = socket.create_connection(("127.0.0.1", port), timeout=10)
+        except ConnectionRefusedError:
+            outcomes.append("refused")
+            return
+        try:
+            client.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = bytearray()
+            while chunk := client.recv(65536):
+                answer += chunk
+        except OSError as error:
+            outcomes.append(f"{type(error).__name__} after {len(answer)} bytes")
+            return
+        finally:
+            client.close()
+        if not answer.endswith(b"\n") or b"model-02999" not in answer:
+            outcomes.append(f"cut short at {len(answer)} bytes")
+            return
+
+
+@pytest.mark.parametrize("attempt", range(3))
+async def test_scrapers_in_flight_at_sigterm_read_their_whole_answer(signal_handlers_kept: None, attempt: int) -> None:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ManyModels())
+    counts = ConnectionCounts()
+    registry.register(counts)
+    sockets = bind_listeners("127.0.0.1", 0)
+    port = sockets[0].getsockname()[1]
+    serving = asyncio.create_task(serve(metrics_app(registry, CollectorHealth(), (), counts), sockets,
+                                        signals=StopSignals()))
+    await asyncio.sleep(0.2)
+    outcomes: list[str] = []
+    scrapers = [threading.Thread(target=scrape_until_refused, args=(port, outcomes)) for _ in range(SCRAPERS)]
+    for scraper in scrapers:
+        scraper.start()
+    await asyncio.sleep(0.5)
+    sent = time.monotonic()
+    os.kill(os.getpid(), signal.SIGTERM)
+    await asyncio.wait_for(serving, timeout=30)
+    took = time.monotonic() - sent
+    for scraper in scrapers:
+        await asyncio.to_thread(scraper.join, 30)
+    assert outcomes == ["refused"] * SCRAPERS, outcomes
+    assert took < 5, f"the stop took {took:.1f} s"
