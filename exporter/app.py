@@ -48,6 +48,10 @@ STOP_GRACE_S = 1.5
 connections close: a scrape is answered in milliseconds, and the kubelet's grace period is 30 s. Background reads
 (a hung NVML call, a ModelMesh read) are stopped after it, on their own clock (`exporter.stopping`), as before."""
 
+CUT_AFTER_GRACE_S = 0.25
+"""What aiohttp's clean-up still gives an answer under way once `STOP_GRACE_S` is over (a client that stopped
+reading it): short, so that a stuck reader adds little to the stop beyond the grace."""
+
 Loop = Callable[[], Coroutine[Any, Any, None]]
 """Starts one background loop; called when the app starts, so an app that never runs leaves no coroutine."""
 
@@ -251,7 +255,7 @@ class _CappedSite(web.SockSite):
             self._cap, sock=self._listening, ssl=self._ssl_context, backlog=self._backlog)
 
     async def stop(self) -> None:
-        """Stop accepting, take what waits in the backlog, let asyncio's accepts under way finish, then close.
+        """Stop accepting, let asyncio's accepts under way finish, take what waits in the backlog, then close.
 
         Closed at once (`asyncio.Server.close`), connections asyncio had accepted in the same wake-up but not yet
         made a transport for were dropped with their request unread: a reset for the scraper (CPython 3.11: the
@@ -286,8 +290,8 @@ async def serve(app: web.Application, sockets: Sequence[socket.socket], *, acces
     app.on_startup.append(_quiet_accept_errors)
     runner = web.AppRunner(app, handle_signals=False, keepalive_timeout=KEEPALIVE_TIMEOUT_S,
                            access_log=logging.getLogger("aiohttp.access") if access_log else None,
-                           shutdown_timeout=stop_grace_s)
-    await runner.setup()
+                           shutdown_timeout=CUT_AFTER_GRACE_S)
+    await runner.setup()  # its clean-up closes every connection, giving what is still under way CUT_AFTER_GRACE_S
     try:
         assert runner.server is not None
         cap = ConnectionCap(runner.server, app[CONNECTIONS_KEY], max_connections, write_deadline_s)
@@ -301,6 +305,7 @@ async def serve(app: web.Application, sockets: Sequence[socket.socket], *, acces
         await asyncio.sleep(0.05)  # the backlog's connections made, their requests read
         while cap.busy() and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.02)
+        cap.close_line()
     finally:
         await runner.cleanup()
 

@@ -15,8 +15,11 @@ kubelet's probes):
 - **A cap on open connections** (`--max-connections`): at the cap, a new connection takes the place of one whose
   client stopped reading, else of the one idle longest (no request under way, nothing received for
   `QUIET_S`: a keep-alive connection between scrapes, which its client reopens, or a client sending nothing);
-  only when every place is busy answering is the new one closed. So a probe's /healthz and a scraper's /metrics
-  keep being answered whatever the stuck clients hold. The first time the cap is reached the log says so, once.
+  while every place is busy answering, the new one waits, its request unread (a socket and no more), in a line
+  of `LINE_PER_PLACE` times the cap, for the next place to free, `LINE_WAIT_S` at most; it is closed only when
+  the line is full or its wait is over. So a probe's /healthz and a scraper's /metrics keep being answered
+  whatever the stuck clients hold, and a burst of scrapers is answered in turn. The first time the cap is
+  reached the log says so, once.
 
 Each drop is counted in `modelmesh_exporter_connections_dropped_total{reason}` (`ConnectionCounts`), the open
 connections in `modelmesh_exporter_connections_open`.
@@ -46,6 +49,16 @@ WRITE_DEADLINE_S: Final = 10.0
 """How long an answer may stay backed up before its connection is dropped (the adapter's `write_stall_timeout_s`)."""
 
 QUIET_S: Final = 1.0
+
+LINE_PER_PLACE: Final = 4
+"""New connections that may wait for a place, per place: a waiting one holds a socket, its request left unread."""
+
+LINE_WAIT_S: Final = 10.0
+"""How long a new connection waits for a place before it is closed (a probe's timeout is 1 s by default, but a
+place frees as soon as an answer is handed over: milliseconds)."""
+
+LINE_TICK_S: Final = 0.1
+"""While connections wait, how often places held by idle or stuck connections are looked for."""
 """A connection that received bytes this recently (a request arriving) is not closed to make room."""
 
 REASON_WRITE_DEADLINE: Final = "write_deadline"
@@ -70,7 +83,8 @@ class ConnectionCounts(Collector):
         dropped = CounterMetricFamily(
             names.CONNECTIONS_DROPPED_TOTAL,
             "Connections the exporter closed: write_deadline (the client did not read its answer), made_room "
-            "(idle or stuck, at --max-connections, for a new one), refused (at --max-connections, all busy).",
+            "(idle or stuck, at --max-connections, for a new one), refused (new, at --max-connections: the line "
+            "of those waiting for a place was full, or its wait was over).",
             labels=["reason"])
         for reason in REASONS:
             dropped.add_metric([reason], self.dropped[reason])
@@ -89,30 +103,74 @@ class ConnectionCap:
         self.write_deadline_s = write_deadline_s
         self.connections: dict[CappedConnection, None] = {}
         """Every connection holding a place, oldest first."""
+        self.line: dict[CappedConnection, None] = {}
+        """New connections waiting for a place, first come first."""
+        self._tick: asyncio.TimerHandle | None = None
         self._cap_said = False
         self._deadline_said = False
 
     def __call__(self) -> asyncio.Protocol:
         return CappedConnection(self)
 
-    def admit(self, connection: CappedConnection) -> bool:
-        """A place for a new connection; at the cap, made by closing a stuck or idle one (False: none could go)."""
+    def admit(self, connection: CappedConnection) -> str:
+        """"placed", "waiting" (in line for a place) or "refused" (to be closed) for a new connection; at the cap a
+        place is made by closing a stuck or idle one."""
         if len(self.connections) >= self.max_connections:
-            victim = self._room(asyncio.get_running_loop().time())
             if not self._cap_said:
                 self._cap_said = True
                 log.warning("%d connections open, the most --max-connections (EXPORTER_MAX_CONNECTIONS) allows: a "
-                            "new one takes the place of one whose client stopped reading or that is idle, and is "
-                            "closed when all are busy (said once; counted in %s)", self.max_connections,
+                            "new one takes the place of one whose client stopped reading or that is idle, or waits "
+                            "up to %g s for one (said once; counted in %s)", self.max_connections, LINE_WAIT_S,
                             names.CONNECTIONS_DROPPED_TOTAL)
-            if victim is None:
-                self.counts.dropped[REASON_REFUSED] += 1
-                return False
-            self.counts.dropped[REASON_MADE_ROOM] += 1
-            victim.abort()
+            if self.line or not self._make_room():
+                if len(self.line) >= LINE_PER_PLACE * self.max_connections:
+                    self.counts.dropped[REASON_REFUSED] += 1
+                    return "refused"
+                self.line[connection] = None
+                self._tick_while_waiting()
+                return "waiting"
         self.connections[connection] = None
         self.counts.open = len(self.connections)
+        return "placed"
+
+    def _make_room(self) -> bool:
+        """Close the stuck or idle connection `_room` chooses, if any: its place is free at once."""
+        victim = self._room(asyncio.get_running_loop().time())
+        if victim is None:
+            return False
+        self.counts.dropped[REASON_MADE_ROOM] += 1
+        victim.abort()
         return True
+
+    def serve_line(self) -> None:
+        """Give the free places, and those of stuck or idle connections, to the line, first come first."""
+        while self.line and (len(self.connections) < self.max_connections or self._make_room()):
+            first = next(iter(self.line))
+            del self.line[first]
+            if first.take_place():
+                self.connections[first] = None
+                self.counts.open = len(self.connections)
+
+    def _tick_while_waiting(self) -> None:
+        if self._tick is None and self.line:
+            self._tick = asyncio.get_running_loop().call_later(LINE_TICK_S, self._ticked)
+
+    def _ticked(self) -> None:
+        self._tick = None
+        self.serve_line()
+        self._tick_while_waiting()
+
+    def wait_over(self, connection: CappedConnection) -> None:
+        """`connection` waited `LINE_WAIT_S` for a place: closed, counted as refused."""
+        if connection in self.line:
+            del self.line[connection]
+            self.counts.dropped[REASON_REFUSED] += 1
+
+    def close_line(self) -> None:
+        """At the end of a stop: what still waits is closed."""
+        for waiting in list(self.line):
+            waiting.abort()
+        self.line.clear()
 
     def _room(self, now: float) -> CappedConnection | None:
         """Which connection goes: the one stalled longest, else the one quiet longest, else none."""
@@ -123,7 +181,9 @@ class ConnectionCap:
         return min(quiet, key=lambda connection: max(connection.opened, connection.asked), default=None)
 
     def release(self, connection: CappedConnection) -> None:
+        """`connection` holds no place, nor waits for one, any more (the line is served by the caller)."""
         self.connections.pop(connection, None)
+        self.line.pop(connection, None)
         self.counts.open = len(self.connections)
 
     def missed_deadline(self) -> None:
@@ -136,7 +196,7 @@ class ConnectionCap:
     def busy(self) -> bool:
         """Some connection has a request arriving, under way, or its answer still being sent (`stop_grace_s`)."""
         now = asyncio.get_running_loop().time()
-        return any(connection.answering(now) for connection in self.connections)
+        return bool(self.line) or any(connection.answering(now) for connection in self.connections)
 
 
 class CappedConnection(asyncio.Protocol):
@@ -149,6 +209,7 @@ class CappedConnection(asyncio.Protocol):
         self._transport: asyncio.BaseTransport | None = None
         self._admitted = False
         self._deadline: asyncio.TimerHandle | None = None
+        self._waiting: asyncio.TimerHandle | None = None  # closes it when its wait for a place is over
         self.stalled_since: float | None = None
         """When its answer backed up (the client stopped reading), until it drains."""
         self.opened = self._loop.time()
@@ -157,11 +218,36 @@ class CappedConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport
-        if not self._cap.admit(self):
+        admitted = self._cap.admit(self)
+        if admitted == "refused":
             transport.abort()  # type: ignore[attr-defined]
-            return
+        elif admitted == "waiting":
+            transport.pause_reading()  # type: ignore[attr-defined]  # its request waits in the kernel
+            self._waiting = self._loop.call_later(LINE_WAIT_S, self._wait_over)
+        else:
+            self._start()
+
+    def _start(self) -> None:
         self._admitted = True
-        self._handler.connection_made(transport)
+        self._handler.connection_made(self._transport)  # type: ignore[arg-type]
+
+    def take_place(self) -> bool:
+        """Given a place it waited for (`ConnectionCap.serve_line`); False when it has gone meanwhile."""
+        if self._waiting is not None:
+            self._waiting.cancel()
+            self._waiting = None
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return False
+        self.opened = self._loop.time()
+        self._start()
+        transport.resume_reading()  # type: ignore[attr-defined]
+        return True
+
+    def _wait_over(self) -> None:
+        self._waiting = None
+        self._cap.wait_over(self)
+        self.abort()
 
     def busy(self, now: float) -> bool:
         """Not to be closed for another: new (open less than `QUIET_S`), a request's headers complete within
@@ -224,9 +310,11 @@ class CappedConnection(asyncio.Protocol):
         self.abort()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
+        for timer in (self._deadline, self._waiting):
+            if timer is not None:
+                timer.cancel()
+        self._deadline = self._waiting = None
         self._cap.release(self)
+        self._cap.serve_line()
         if self._admitted:
             self._handler.connection_lost(exc)

@@ -39,11 +39,12 @@ def signal_handlers_kept() -> Iterator[None]:
 
 
 def scrape_until_refused(port: int, outcomes: list[str]) -> None:
-    """One scraper: GET /metrics again and again, each on a new connection, until one cannot connect."""
+    """One scraper: GET /metrics again and again, each on a new connection, until one cannot connect (refused, or
+    reset in the handshake: no request was sent)."""
     while True:
         try:
             client = socket.create_connection(("127.0.0.1", port), timeout=10)
-        except ConnectionRefusedError:
+        except (ConnectionRefusedError, ConnectionResetError):  # reset: its handshake crossed the socket's close
             outcomes.append("refused")
             return
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 import urllib.request
 from collections.abc import Iterable
 
@@ -141,3 +142,38 @@ def test_whatever_stuck_or_idle_clients_hold_the_port_healthz_answers_within_the
     answer, open_after = asyncio.run(holding(kinds, cap))
     assert answer == "ok\n"
     assert open_after <= cap
+
+
+async def test_a_burst_of_scrapers_above_the_cap_is_answered_in_turn() -> None:
+    """Scrapers opening more connections at once than the bound wait for a place, not closed: each reads its answer."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ManyModels())
+    counts = ConnectionCounts()
+    registry.register(counts)
+    sockets = bind_listeners("127.0.0.1", 0)
+    port = sockets[0].getsockname()[1]
+    stopped = asyncio.Event()
+    serving = asyncio.create_task(serve(metrics_app(registry, CollectorHealth(), (), counts), sockets,
+                                        max_connections=CAP, stopped=stopped))
+    try:
+        answers: list[str] = []
+        together = threading.Barrier(3 * CAP)
+
+        def scrape() -> None:
+            together.wait()
+            try:
+                answers.append(get(f"http://127.0.0.1:{port}/metrics"))
+            except OSError as error:
+                answers.append(repr(error))
+
+        scrapers = [threading.Thread(target=scrape) for _ in range(3 * CAP)]
+        for scraper in scrapers:
+            scraper.start()
+        for scraper in scrapers:
+            await asyncio.to_thread(scraper.join, 60)
+        assert len(answers) == 3 * CAP
+        assert all("model-02999" in answer for answer in answers), [answer[:80] for answer in answers]
+        assert counts.dropped["refused"] == 0
+    finally:
+        stopped.set()
+        await asyncio.wait_for(serving, timeout=30)
