@@ -8,8 +8,9 @@ NVML is initialised on the first pass, which chooses the devices (`--gpu-uuids`,
 library, with init failing, or with no GPU visible a pass returns the problem and no readings; a lost GPU is dropped
 (the others stay), reported as a problem. Reporting every visible GPU, a GPU sampled before that a re-initialisation
 no longer finds (gone at a driver reload) is a lost GPU too, until it is back. A MIG device has no busy ratio, nor
-has a whole GPU NVML never measured (NOT_SUPPORTED from its first read): a problem only when no chosen device has
-one (else it is logged once: how the node is, not a failure). NVML is re-initialised, which re-enumerates the GPUs,
+has a whole GPU NVML never measured (NOT_SUPPORTED from its first read and for `UNMEASURED_AFTER_S`; before that
+a problem, as a GPU being reset is): a problem only when no chosen device has one (else it is logged once: how the
+node is, not a failure). NVML is re-initialised, which re-enumerates the GPUs,
 after 1 s, then 2, 4, ... up to 30 s between tries (while NVML is down the passes in between try nothing:
 `measure()` returns None), so a GPU that comes back (driver reload, device plugin) is found again without spending
 CPU on a node that has none. A GPU switched into or out of MIG mode while the exporter runs is enumerated again in
@@ -64,6 +65,19 @@ MEMORY_ASKED_AGAIN_S: Final = 60.0
 """How often a device whose memory query NVML refused for good is asked it again: a MIG device refused it
 (NO_PERMISSION in a container on a MIG GPU), a whole GPU that lacks it (NOT_SUPPORTED on unified-memory parts such as
 Grace Hopper and GB10). One failing call a minute, not one a pass; memory given back is read within a minute."""
+UNMEASURED_AFTER_S: Final = 300.0
+"""How long a whole GPU refuses its utilization (NOT_SUPPORTED), from its first read in this process with no answer
+since, before it is taken as one NVML does not measure (its busy left out, the pod's read from its other devices,
+said once at INFO). Until then it is a failure, the pod's GPU signal missing: an H100 being reset, or a driver
+still coming up, refuses it too, and taken at once for one NVML does not measure, a busy GPU 0 (95%) beside an idle
+GPU 1 (5%) was left out with `collector_success` 1, the pod read at 0.05 for 0.5, at each exporter start. A reset or
+a driver coming up answers within it; a GPU NVML does not measure costs its runtime 5 minutes of held scale-down at
+each exporter start. An answer ends it for the process: a refusal after one is a failure for as long."""
+UNMEASURED_HINT = (
+    "read GPU busy from NVIDIA's DCGM exporter instead, where it measures this GPU (the adapter's "
+    "--gpu-source=dcgm), and turn this collector off (EXPORTER_NO_GPU=true, --no-gpu)"
+)
+"""Said where the only GPUs of a pod are ones NVML does not measure: the adapter has no busy ratio to scale it on."""
 VERSION_MISMATCH_HINT = (
     "this container's NVIDIA library and the driver loaded on the node are of different versions, which no retry "
     "here changes: the driver was upgraded on the node without a reboot (reboot the node, or reload its driver), "
@@ -217,6 +231,9 @@ class GpuSampler:
         self._measured: set[str] = set()
         """Whole GPUs (UUID) that have given a busy ratio: one refused its utilization after that may be as busy as
         ever, a failure; one refused it from its first read is one NVML does not measure (`_never_measured`)."""
+        self._refusing_since: dict[str, float] = {}
+        """Whole GPUs (UUID) never measured: when (monotonic) NVML first refused their utilization NOT_SUPPORTED, the
+        start of their `UNMEASURED_AFTER_S`."""
         self._sampled: dict[str, str] = {}
         """Whole GPUs (UUID: label) this exporter has sampled, reporting every visible GPU: one no longer enumerated
         (gone at a driver reload, fallen off the bus) is a lost GPU, not a node that always had one fewer."""
@@ -289,6 +306,8 @@ class GpuSampler:
         self._reconnect_at = math.inf
         self._busy.keep_only(device.uuid for device in selection.devices)
         self._memory_refused.keep_only(device.uuid for device in selection.devices)
+        chosen = {device.uuid for device in selection.devices}
+        self._refusing_since = {uuid: since for uuid, since in self._refusing_since.items() if uuid in chosen}
         sampling = ", ".join(f"GPU {d.label} {d.uuid} ({d.name})" for d in selection.devices) or "no GPU"
         if inventory.not_permitted:
             sampling += "; left out: " + ", ".join(f"GPU {label}" for label in inventory.not_permitted) + (
@@ -360,10 +379,10 @@ class GpuSampler:
             readings.append(reading)
             if refusal is None:
                 self._measured.add(device.uuid)
-            elif device.is_mig or self._never_measured(device, refusal):
+            elif device.is_mig or self._never_measured(device, refusal, now):
                 unmeasured.append((device, refusal))
             else:
-                problems.append(f"no utilization for GPU {device.label} {device.uuid}: {refusal}")
+                problems.append(self._refused_utilization(device, refusal))
         if switched:
             return self._enumerate_again(now, switched)
         problems.extend(self._unmeasured_problems(unmeasured, readings))
@@ -427,15 +446,29 @@ class GpuSampler:
             return PassOutcome((), (failure,))
         return self._read_devices(now, enumerated=True)
 
-    def _never_measured(self, device: nvml.Device, refusal: nvml.NotSupported) -> bool:
+    def _never_measured(self, device: nvml.Device, refusal: nvml.NotSupported, now: float) -> bool:
         """Whether a whole GPU's refused utilization is one NVML does not measure: NOT_SUPPORTED (not this container's
-        NO_PERMISSION, which may change) on a GPU that has given no busy ratio since the exporter started."""
-        return not isinstance(refusal, nvml.NotPermitted) and device.uuid not in self._measured
+        NO_PERMISSION, which may change) on a GPU that has given no busy ratio since the exporter started, its first
+        refusal `UNMEASURED_AFTER_S` ago. Sooner, it may be a busy GPU being reset (`_refused_utilization`)."""
+        if isinstance(refusal, nvml.NotPermitted) or device.uuid in self._measured:
+            return False
+        since = self._refusing_since.setdefault(device.uuid, now)
+        return now - since >= UNMEASURED_AFTER_S
+
+    def _refused_utilization(self, device: nvml.Device, refusal: nvml.NotSupported) -> str:
+        """The failure of a whole GPU refused its utilization: one that answered before (as busy as ever, perhaps),
+        one refused NO_PERMISSION, and one on probation, which the line says is taken as one NVML does not measure
+        if it goes on refusing: an operator read only that it failed, and then, with success, that it was left out."""
+        problem = f"no utilization for GPU {device.label} {device.uuid}: {refusal}"
+        if device.uuid in self._refusing_since and device.uuid not in self._measured:
+            problem += (f" (a GPU being reset, or a driver coming up, refuses it a while; taken as unmeasured after "
+                        f"{_minutes(UNMEASURED_AFTER_S)} if it never answers)")
+        return problem
 
     def _unmeasured_problems(self, unmeasured: Sequence[tuple[nvml.Device, nvml.NotSupported]],
                              readings: Sequence[GpuReading]) -> list[str]:
-        """The devices NVML gives no busy ratio (MIG devices, whole GPUs it never measured) as problems, or none
-        where another device gives one.
+        """The devices NVML gives no busy ratio (MIG devices, whole GPUs it never measured past their probation,
+        `UNMEASURED_AFTER_S`) as problems, or none where another device gives one.
 
         NVML measures no utilization per MIG device, nor on a GPU that does not support the query. Beside a device
         that has a busy ratio, that is how the node is, not a failure: failing the collector for it kept
@@ -450,8 +483,8 @@ class GpuSampler:
         whole = [(f"GPU {device.label} {device.uuid}", refusal) for device, refusal in unmeasured if not device.is_mig]
         busy_from = [reading.label for reading in readings if reading.busy_ratio is not None]
         if not busy_from:
-            problems = [f"no busy ratio: NVML does not measure the utilization of {gpu} ({refusal})"
-                        for gpu, refusal in whole]
+            problems = [f"no busy ratio: NVML does not measure the utilization of {gpu} ({refusal}, at every read "
+                        f"for over {_minutes(UNMEASURED_AFTER_S)}); {UNMEASURED_HINT}" for gpu, refusal in whole]
             if mig:
                 problems.append(f"no busy ratio: MIG devices ({', '.join(mig)}) have none and no other device "
                                 f"gives one; {MIG_HINT}")
@@ -459,7 +492,9 @@ class GpuSampler:
         said = tuple(gpu for gpu, _ in whole) + tuple(mig)
         if said != self._unmeasured_said:
             self._unmeasured_said = said
-            why = [f"{gpu} has no busy ratio: NVML does not measure its utilization ({refusal})"
+            why = [f"{gpu} has no busy ratio: NVML has refused its utilization ever since its first read, over "
+                   f"{_minutes(UNMEASURED_AFTER_S)} ({refusal}): taken as a GPU NVML does not measure, and asked again "
+                   "at every read (a busy ratio it gives is served; a refusal after one is a failure)"
                    for gpu, refusal in whole]
             if mig:
                 why.append(f"MIG devices {', '.join(mig)} have no busy ratio: NVML measures no utilization per MIG "
@@ -510,6 +545,11 @@ class GpuSampler:
                 log.info("GPU %s %s reports no memory use (%s): its memory series are left out; %s", device.label,
                          device.uuid, error, _busy_beside_memory(busy))
             return None
+
+
+def _minutes(seconds: float) -> str:
+    """A duration as the log says it: "5 min"."""
+    return f"{seconds / 60:g} min"
 
 
 def _without_busy(readings: Sequence[GpuReading]) -> str:

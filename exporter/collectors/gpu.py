@@ -9,9 +9,10 @@ No GPU is a state, not a crash. Without a library, with init failing, or with no
 series and `collector_success{collector="gpu"}` is 0; a lost GPU drops its own series (the others stay) and also
 counts as a failure, as does one no longer found after a driver reload. A MIG device has memory series but no busy
 ratio (NVML measures no utilization per MIG device), and so has a whole GPU whose utilization NVML never measured
-(NOT_SUPPORTED from its first read): beside a device with one that is logged once, not a failure (that busy stays
-fresh); with no busy ratio at all the adapter has nothing to scale the pod on and the collector fails, so a
-dashboard and the alert show why (for MIG: read busy from DCGM). A GPU switched into or out of MIG mode is
+(NOT_SUPPORTED from its first read and for 5 minutes, `UNMEASURED_AFTER_S`, a failure until then: a GPU being reset
+refuses too): beside a device with one that is logged once, not a failure (that busy stays fresh); with no busy
+ratio at all the adapter has nothing to scale the pod on and the collector fails, so a dashboard and the alert show
+why (read busy from DCGM). A GPU switched into or out of MIG mode is
 enumerated again in the pass that meets it, so its MIG devices (or the whole GPU) are read without a restart; MIG
 devices created or destroyed while MIG mode stays on are found within 10 s (`MIG_RECHECK_S`), a destroyed one at
 once. Each failed try adds to `scrape_errors_total{reason="nvml"}` (`internal` for a bug) and the outage is logged

@@ -24,6 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporter import names, nvml
 from exporter.collectors.gpu import GpuCollector
 from exporter.collectors.health import CollectorHealth
+from exporter.gpu_sampler import UNMEASURED_AFTER_S
 from tests.exporter import gpu_rig
 from tests.exporter.gpu_rig import START, Clock, exporter_in_a_hung_pass
 from tests.fakes.nvml import (
@@ -838,6 +839,8 @@ def test_a_gpu_lost_beside_one_never_measured_says_only_the_memory_is_served(
     fake.set_gpu(0, util=40)
     fake.set_gpu(1, samples_error=NOT_SUPPORTED, util_error=NOT_SUPPORTED)
     collector.sample_once()
+    passes(collector, clock, int(UNMEASURED_AFTER_S))  # GPU 1 refused past its probation: taken as unmeasured
+    caplog.clear()
     with caplog.at_level(logging.WARNING):
         fake.set_gpu(0, error=GPU_IS_LOST)
         passes(collector, clock)
@@ -854,21 +857,24 @@ def test_a_whole_gpu_nvml_never_measures_beside_one_it_does_is_said_once_not_a_f
     read) beside one it measures. The collector failed for good: `collector_success{gpu}` 0, no success timestamp
     ever, a WARNING saying "serving only GPU 0, GPU 1" (GPU 0 had no busy ratio) and an error a second, so the
     adapter read the pod's GPU as missing and held its runtime's scale-down for good, GPU 1's busy served all the
-    while. As MIG is: said once, naming the GPU busy is read from; GPU 0's memory is still served."""
+    while. As MIG is, once it has refused past its probation (a failure until then, a GPU being reset refuses too:
+    tests/exporter/test_gpu_refusing_from_start.py): said once, naming the GPU busy is read from; GPU 0's memory is
+    still served."""
     fake.set_gpu(0, samples_error=NOT_SUPPORTED, util_error=NOT_SUPPORTED)
     fake.set_gpu(1, util=50)
     with caplog.at_level(logging.INFO, logger="exporter"):
-        passes(collector, clock, 70)
+        passes(collector, clock, int(UNMEASURED_AFTER_S) + 70)
     _, series = scrape(collector, health)
     assert gpu_series(series, names.GPU_BUSY_RATIO) == {"1": 0.5}
     assert set(gpu_series(series, names.GPU_MEMORY_TOTAL_BYTES)) == {"0", "1"}
-    assert health_of(series) == (1.0, 0.0)
+    assert health_of(series)[0] == 1.0
     assert series[(names.LAST_SUCCESS_TIMESTAMP, (("collector", names.COLLECTOR_GPU),))] == clock.now
-    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
-    said = [r.getMessage() for r in caplog.records if "busy ratio" in r.getMessage()]
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warned) == 1 and "taken as unmeasured after 5 min" in warned[0], warned
+    said = [r.getMessage() for r in caplog.records if "has no busy ratio" in r.getMessage()]
     assert len(said) == 1, said
-    assert said[0].startswith(
-        f"GPU 0 {default_uuid(0)} has no busy ratio: NVML does not measure its utilization ("), said
+    assert said[0].startswith(f"GPU 0 {default_uuid(0)} has no busy ratio: NVML has refused its utilization ever "
+                              "since its first read, over 5 min ("), said
     assert said[0].endswith("this pod's busy ratio is read from GPU 1 alone (GPU 0 has its memory alone)"), said[0]
 
 
@@ -891,18 +897,22 @@ def test_a_whole_gpu_nvml_never_measures_alone_fails_the_collector_and_says_what
     fake: FakeNvml, clock: Clock, health: CollectorHealth, caplog: pytest.LogCaptureFixture,
 ) -> None:
     """With no GPU NVML measures, the pod has no busy ratio at all: a failure (the adapter has nothing to scale it
-    on, as with only MIG devices), whose line says the memory alone is served, not "serving only GPU 0"."""
+    on, as with only MIG devices), whose line says the memory alone is served, not "serving only GPU 0", and, once
+    the GPU has refused past its probation, where busy can be read: the MIG failure said so, this one did not."""
     fake.set_gpu(0, samples_error=NOT_SUPPORTED, util_error=NOT_SUPPORTED)
     collector = GpuCollector(health, uuids=[default_uuid(0)], clock=clock, monotonic=clock)
     with caplog.at_level(logging.WARNING):
-        passes(collector, clock)
+        passes(collector, clock, int(UNMEASURED_AFTER_S) + 61)
     collector.close()
     _, series = scrape(health)
     assert health_of(series)[0] == 0.0
     lines = [record.getMessage() for record in caplog.records]
-    assert len(lines) == 1, lines
-    assert f"no busy ratio: NVML does not measure the utilization of GPU 0 {default_uuid(0)}" in lines[0], lines[0]
-    assert lines[0].endswith("; serving no busy ratio, only the memory of GPU 0"), lines[0]
+    assert len(lines) == 2, lines
+    assert "taken as unmeasured after 5 min if it never answers" in lines[0], lines[0]
+    assert f"no busy ratio: NVML does not measure the utilization of GPU 0 {default_uuid(0)}" in lines[1], lines[1]
+    assert "--gpu-source=dcgm" in lines[1] and "EXPORTER_NO_GPU=true" in lines[1], lines[1]
+    for line in lines:
+        assert line.endswith("; serving no busy ratio, only the memory of GPU 0"), line
 
 
 def test_a_new_nvml_error_code_within_an_outage_gets_its_line_but_not_one_a_pass(
