@@ -10,7 +10,8 @@ down, or when its labelled series are all gone and it has published no instance 
 nothing yet). Then everything the reading holds is the new container's, counted in full, and the old container's
 counts are forgotten, but for the series read since the old container's last read (a restart told reads late, where
 a new container first served only models new to the pod: those may be the new container's, already counted, and
-count on from their last counts, never twice): a series that shows up later is the new container's and counts in
+count on from their last counts, never twice; one of those back below its kept count later is the new container's,
+counted in full, not a second restart): a series that shows up later is the new container's and counts in
 full too, not beyond the old count (a crash-looping ModelMesh, each JVM serving fewer requests than the first, was
 otherwise counted as serving nothing). Outside a restart a series missing from one body adds nothing and keeps its
 last count, so it does not count twice when it comes back; a new series counts in full. A body that carries the
@@ -111,6 +112,10 @@ class CounterWindow:
         """When each series was last read."""
         self._current: set[Series] = set()
         """The series of the last reading."""
+        self._uncertain: set[Series] = set()
+        """The series kept as baselines at the last restart told (`_kept_across`) and not read since: their counts
+        may be the old container's. One back below its count is the new container's, counted in full, not a
+        second restart (`_proven_old`)."""
         self._jumps = CounterJumps()
         self._refused_at: float | None = None
         """When the last reading refused for its counts' rise was read, until the next reading is accepted: the
@@ -150,11 +155,14 @@ class CounterWindow:
                 "served nothing, so no read is taken until it moves (the last good values stay)"))
         series = unjumped.counts
         self._check_unlabelled_kept(series)
+        old = self._proven_old(series)
+        counts: Mapping[Series, float] = (
+            {key: count for key, count in self._counts.items() if key not in old} if old else self._counts)
         # Cut down to the instance gauges (per-model metrics on), or a container with no request yet: no news, and
         # no reading of which series are left (`_current`): the one after it is compared with the one before
         cut = previous is not None and not series and reading.has_instance_record
         restart = None if previous is None or cut else (
-            self._went_down(series) or self._unpublished(series, reading.has_instance_record))
+            self._went_down(series, counts) or self._unpublished(series, reading.has_instance_record))
         if previous is not None and not restart:
             self._check_requests_kept(series)
         # ModelMesh serves its unlabelled histograms from its start: appearing now, they were missing from the
@@ -171,7 +179,7 @@ class CounterWindow:
             # A new series, or a series of a new container not read since it started: all of it happened since the
             # last reading. A series read since then keeps its count as the baseline (`_kept_across`).
             before: Mapping[Series, float] = (
-                {} if rebase else self._kept_across(series, previous.at) if restart else self._counts)
+                {} if rebase else self._kept_across(series, counts, previous.at) if restart else counts)
             for key, value in () if rebase else series.items():
                 increase = increases[key] = value - before.get(key, 0.0)
                 values[key[0]] += increase
@@ -198,6 +206,16 @@ class CounterWindow:
             for key in gone:
                 del self._counts[key]
                 del self._seen_at[key]
+            self._uncertain = {key for key in kept if key not in series}
+        elif self._uncertain:
+            # The old container's counts, unread now: one that shows up later is a new container's, in full
+            gone = [key for key in old if key not in series]
+            self._jumps.forget(gone)
+            for key in gone:
+                del self._counts[key]
+                del self._seen_at[key]
+            self._uncertain.difference_update(series)
+            self._uncertain.difference_update(old)
         self._counts.update(series)
         self._seen_at.update(dict.fromkeys(series, at))
         if not cut:
@@ -247,6 +265,7 @@ class CounterWindow:
             for key in stale:
                 del self._counts[key]
                 del self._seen_at[key]
+            self._uncertain.difference_update(stale)
             self._jumps.forget(stale)
         return None if risen is None else frozenset(risen)
 
@@ -285,7 +304,31 @@ class CounterWindow:
                                 f"series the last read had ({had}), while its other counts go on (no "
                                 "restart): cut short, garbled, or the request histogram renamed?")
 
-    def _kept_across(self, series: Mapping[Series, float], previous_at: float) -> dict[Series, float]:
+    def _proven_old(self, series: Mapping[Series, float]) -> set[Series]:
+        """The series kept at the last restart told, unread since (`_uncertain`), whose kept counts this reading
+        proves a dead container's: one back below its kept count, and those last read at or before it. Here they
+        count in full, as a series never seen does; missing, their counts are forgotten.
+
+        A kept count may be the old container's: a series read after another's last read of the old container may
+        have been read of either (nothing tells which). Back below it, it is a new container's, whose counts start
+        at 0; read as a count that went down, one restart was said twice (a second "ModelMesh restarted" line, the
+        restarts seen 1 -> 2, and no rate at that read: a reviewer's fuzz, 55 runs in 2000 with a tenth of the
+        series missing from each body). A container new since its last read is new since every read before it
+        too, so the counts kept from those are dead as well: counted on from, the requests a new container served
+        up to them were lost (a fuzz's `requests_total` 15 short where it had been right). A second restart is
+        still told, by the other series that go down with it (read since the first was told). The doubt ends at a
+        series' first read after the restart was told."""
+        if not self._uncertain:
+            return set()
+        counts, seen_at = self._counts, self._seen_at
+        below = [seen_at[key] for key in self._uncertain if key in series and series[key] < counts[key]]
+        if not below:
+            return set()
+        last = max(below)
+        return {key for key in self._uncertain if seen_at[key] <= last}
+
+    def _kept_across(self, series: Mapping[Series, float], counts: Mapping[Series, float],
+                     previous_at: float) -> dict[Series, float]:
         """The series whose last count may be the new container's, at a restart told now: their counts, the
         baselines its series count on from (the others count in full, and their old counts are forgotten).
 
@@ -297,17 +340,18 @@ class CounterWindow:
         counted in full again now, its requests counted twice (a reviewer's `requests_total` jumped by 41 in a
         read where 11 requests came). Counted on from its last count, it counts each request once; what it had
         before the restart, if its last read was still the old container's, is not counted (never twice, at
-        worst less: nothing tells which container it was read of)."""
-        counts, seen_at = self._counts, self._seen_at
+        worst less: nothing tells which container it was read of). `counts`: the last counts, less those of the
+        series whose counts are proven the old container's (`_proven_old`)."""
+        seen_at = self._seen_at
         down = [seen_at[key] for key, value in series.items() if value < counts.get(key, value)]
         told_after = max(down, default=previous_at)
         return {key: count for key, count in counts.items() if seen_at[key] > told_after}
 
-    def _went_down(self, series: Mapping[tuple[str, Labels], float]) -> str | None:
+    def _went_down(self, series: Mapping[tuple[str, Labels], float], counts: Mapping[Series, float]) -> str | None:
         """Why this reading is of a new container, as its counts prove, or None. ModelMesh never drops a series
         in its life, so a counter that went down is a restart. Series missing are not, however many: a body may
-        lack them (one without any counter series but with the instance record never gets here: no news)."""
-        counts = self._counts
+        lack them (one without any counter series but with the instance record never gets here: no news). `counts`:
+        the last counts, less those of the series whose counts are proven the old container's (`_proven_old`)."""
         down = sum(1 for key, value in series.items() if value < counts.get(key, value))  # new: not down
         return f"{down} of its counter series went down" if down else None
 
