@@ -30,7 +30,11 @@ def running_in_group(group: int) -> list[str]:
 
 
 def port_is_free(port: int) -> bool:
+    """Whether a new demo could listen on `port`: no process holds it. With SO_REUSEADDR, as the demo's servers
+    bind: a connection the kill closed from the listening side lingers in TIME_WAIT for a minute, which refused a
+    plain bind (a CI run under load: two of three ports "taken" by nothing running)."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
