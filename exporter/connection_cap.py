@@ -13,13 +13,14 @@ kubelet's probes):
 - **A write deadline**: an answer that stays backed up (the client takes nothing) for `WRITE_DEADLINE_S` is
   dropped with its connection. A scraper that reads at all takes a few hundred KB in milliseconds.
 - **A cap on open connections** (`--max-connections`): at the cap, a new connection takes the place of one whose
-  client stopped reading, else of the one idle longest (no request under way, nothing received for
-  `QUIET_S`: a keep-alive connection between scrapes, which its client reopens, or a client sending nothing);
-  while every place is busy answering, the new one waits, its request unread (a socket and no more), in a line
-  of `LINE_PER_PLACE` times the cap, for the next place to free, `LINE_WAIT_S` at most; it is closed only when
-  the line is full or its wait is over. So a probe's /healthz and a scraper's /metrics keep being answered
-  whatever the stuck clients hold, and a burst of scrapers is answered in turn. The first time the cap is
-  reached the log says so, once.
+  client stopped reading, else of one with no whole request to answer: first one that never completed a request
+  (a client sending nothing, or its headers a byte at a time), open longest (but not one made in the last
+  `FRESH_S`: its request may be on its way), then a keep-alive connection between scrapes, idle longest (its
+  client reopens it); while every place is busy answering, or new, the new one waits, its request unread (a
+  socket and no more), in a line of `LINE_PER_PLACE` times the cap, for the next place to free, `LINE_WAIT_S`
+  at most; it is closed only when the line is full or its wait is over. So a probe's /healthz and a scraper's
+  /metrics keep being answered whatever the stuck clients hold, and a burst of scrapers is answered in turn.
+  The first time the cap is reached the log says so, once.
 
 Each drop is counted in `modelmesh_exporter_connections_dropped_total{reason}` (`ConnectionCounts`), the open
 connections in `modelmesh_exporter_connections_open`.
@@ -49,6 +50,13 @@ WRITE_DEADLINE_S: Final = 10.0
 """How long an answer may stay backed up before its connection is dropped (the adapter's `write_stall_timeout_s`)."""
 
 QUIET_S: Final = 1.0
+"""At a stop, how long a connection just made is waited for to send its request (`CappedConnection.answering`)."""
+
+FRESH_S: Final = 0.25
+"""A connection made this recently with no request yet is not closed for another: a scraper sends its request as
+it connects, but a burst of them is accepted in one wake-up, before any request is read. A flood of connections
+sending nothing, up to `--max-connections` / `FRESH_S` a second (128 at 32), always leaves an older one to close;
+beyond that the new ones wait in the line."""
 
 LINE_PER_PLACE: Final = 4
 """New connections that may wait for a place, per place: a waiting one holds a socket, its request left unread."""
@@ -59,7 +67,6 @@ place frees as soon as an answer is handed over: milliseconds)."""
 
 LINE_TICK_S: Final = 0.1
 """While connections wait, how often places held by idle or stuck connections are looked for."""
-"""A connection that received bytes this recently (a request arriving) is not closed to make room."""
 
 REASON_WRITE_DEADLINE: Final = "write_deadline"
 REASON_MADE_ROOM: Final = "made_room"
@@ -135,7 +142,7 @@ class ConnectionCap:
 
     def _make_room(self) -> bool:
         """Close the stuck or idle connection `_room` chooses, if any: its place is free at once."""
-        victim = self._room(asyncio.get_running_loop().time())
+        victim = self._room()
         if victim is None:
             return False
         self.counts.dropped[REASON_MADE_ROOM] += 1
@@ -172,13 +179,15 @@ class ConnectionCap:
             waiting.abort()
         self.line.clear()
 
-    def _room(self, now: float) -> CappedConnection | None:
-        """Which connection goes: the one stalled longest, else the one quiet longest, else none."""
+    def _room(self) -> CappedConnection | None:
+        """Which connection goes: the one stalled longest, else the first not busy in `unasked_for`'s order, else
+        none."""
         stalled = [connection for connection in self.connections if connection.stalled_since is not None]
         if stalled:
             return min(stalled, key=lambda connection: connection.stalled_since or 0.0)
-        quiet = [connection for connection in self.connections if not connection.busy(now)]
-        return min(quiet, key=lambda connection: max(connection.opened, connection.asked), default=None)
+        now = asyncio.get_running_loop().time()
+        quiet = [connection for connection in self.connections if not connection.busy() and not connection.fresh(now)]
+        return min(quiet, key=CappedConnection.unasked_for, default=None)
 
     def release(self, connection: CappedConnection) -> None:
         """`connection` holds no place, nor waits for one, any more (the line is served by the caller)."""
@@ -214,7 +223,7 @@ class CappedConnection(asyncio.Protocol):
         """When its answer backed up (the client stopped reading), until it drains."""
         self.opened = self._loop.time()
         self.asked = float("-inf")
-        """When the end of a request's headers last arrived."""
+        """When a whole request last arrived (aiohttp parsed it)."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport
@@ -249,25 +258,43 @@ class CappedConnection(asyncio.Protocol):
         self._cap.wait_over(self)
         self.abort()
 
-    def busy(self, now: float) -> bool:
-        """Not to be closed for another: new (open less than `QUIET_S`), a request's headers complete within
-        `QUIET_S` (about to be answered), a request under way, or an answer being handed over (not stalled). A
-        client sending its headers byte by byte, or sending nothing, is not busy once its first second is over."""
+    def busy(self) -> bool:
+        """Not to be closed for another: a whole request under way or parsed and queued (pipelined), or an answer
+        being handed over (not stalled). Nothing else is: an idle keep-alive connection, one with no request yet,
+        one whose headers dribble in. A line ending in a newline once counted as a request arriving: clients
+        sending a header line every 0.1 s held every place for good, and the kubelet's /healthz timed out."""
         if self.stalled_since is not None:
             return False
-        if now - self.opened < QUIET_S or now - self.asked < QUIET_S:
-            return True
-        if getattr(self._handler, "_request_in_progress", False):  # aiohttp's own mark; none: judged as idle
+        if self._in_request():
             return True
         transport = self._transport
         return transport is not None and not transport.is_closing() and bool(
             transport.get_write_buffer_size())  # type: ignore[attr-defined]
 
+    def fresh(self, now: float) -> bool:
+        """Made (or given its place) within `FRESH_S`, no request yet: its request may be on its way."""
+        return self.asked == float("-inf") and now - self.opened < FRESH_S
+
+    def _in_request(self) -> bool:
+        """aiohttp's own marks (`RequestHandler._request_in_progress`, `_messages`; `tests/exporter/
+        test_exporter_aiohttp_internals.py` fails if an upgrade removes them): a request being answered, or parsed
+        and waiting its turn."""
+        handler = self._handler
+        return bool(getattr(handler, "_request_in_progress", False) or getattr(handler, "_messages", None))
+
+    def unasked_for(self) -> tuple[bool, float]:
+        """How `ConnectionCap._room` orders the connections it may close, first the first: those that never
+        completed a request (a dribbler, a silent one), open longest, then the idle keep-alive ones, longest without
+        a request. A fresh scraper's request comes within milliseconds; closing a kept-alive one resets its
+        client's next scrape."""
+        if self.asked == float("-inf"):
+            return (False, self.opened)
+        return (True, self.asked)
+
     def answering(self, now: float) -> bool:
         """A request to answer before a stop closes it: one under way or parsed and queued, an answer being handed
         over, or a connection just made (within `QUIET_S`) whose request has not come yet."""
-        handler = self._handler
-        if getattr(handler, "_request_in_progress", False) or getattr(handler, "_messages", None):
+        if self._in_request():
             return True
         if self.asked == float("-inf") and now - self.opened < QUIET_S:
             return True
@@ -283,9 +310,9 @@ class CappedConnection(asyncio.Protocol):
             self._transport.abort()  # type: ignore[attr-defined]
 
     def data_received(self, data: bytes) -> None:
-        if b"\r\n\r\n" in data or data.endswith(b"\n"):  # a request's end, or near it: about to be in progress
-            self.asked = self._loop.time()
         self._handler.data_received(data)
+        if self._in_request():
+            self.asked = self._loop.time()
 
     def eof_received(self) -> bool | None:
         self._handler.eof_received()

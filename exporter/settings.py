@@ -223,9 +223,9 @@ _OPTIONS: Final = (
             "address, IPv4 and IPv6, as a pod's address may be either; 0.0.0.0 is IPv4's only",
             f"{_D.listen_host}:{_D.listen_port}", "HOST:PORT"),
     _Option("--max-connections", count, "connections open at once; at the bound a new one takes the place of one "
-            "whose client stopped reading or that is idle, or waits for one (10 s at most, in a line of four times "
-            "the bound) (each may hold a rendered /metrics answer; a client that reads none of its answer for 10 s "
-            "is dropped anyway)",
+            "whose client stopped reading or that has no request to answer, or waits for one (10 s at most, in a line "
+            "of four times the bound) (each may hold a rendered /metrics answer; a client that reads none of its "
+            "answer for 10 s is dropped anyway)",
             str(_D.max_connections), "N"),
     _Option("--modelmesh-url", metrics_url,
             "this pod's ModelMesh container's metrics URL; ModelMesh serves https by default. Its host must be an "

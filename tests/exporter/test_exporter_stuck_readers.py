@@ -10,10 +10,13 @@ once in the log.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import socket
 import threading
+import time
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import pytest
 from hypothesis import given, settings
@@ -25,7 +28,7 @@ from prometheus_client.registry import Collector
 from exporter import names
 from exporter.app import metrics_app, serve
 from exporter.collectors.health import CollectorHealth
-from exporter.connection_cap import ConnectionCounts
+from exporter.connection_cap import MAX_CONNECTIONS, ConnectionCounts
 from exporter.listen import bind_listeners
 
 CAP = 6
@@ -177,3 +180,86 @@ async def test_a_burst_of_scrapers_above_the_cap_is_answered_in_turn() -> None:
     finally:
         stopped.set()
         await asyncio.wait_for(serving, timeout=30)
+
+
+def healthz_within_a_second(port: int) -> str:
+    """The kubelet's liveness probe: /healthz, its default 1 s timeout."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as response:
+            return str(response.read().decode())
+    except OSError as error:
+        return repr(error)
+
+
+def dribbler(port: int, stop: threading.Event) -> None:
+    """A client sending its request's headers a byte every 0.1 s, each line ending in a newline, never done;
+    connected again whenever it is closed."""
+    while not stop.is_set():
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+                client.sendall(b"GET /metrics HTTP/1.1\r\n")
+                while not stop.is_set():
+                    for byte in b"X-a: b\r\n":
+                        stop.wait(0.1)
+                        client.sendall(bytes([byte]))
+        except OSError:
+            stop.wait(0.2)
+
+
+def silent_flood(port: int, stop: threading.Event, per_second: int, held_s: float) -> None:
+    """New connections that send nothing, `per_second`, each held `held_s`."""
+    held: list[tuple[float, socket.socket]] = []
+    try:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                held.append((time.monotonic(), socket.create_connection(("127.0.0.1", port), timeout=1)))
+            while held and held[0][0] < time.monotonic() - held_s:
+                held.pop(0)[1].close()
+            stop.wait(1 / per_second)
+    finally:
+        for _, client in held:
+            client.close()
+
+
+async def probed_beside(clients: Callable[[int, threading.Event], None], count: int, cap: int) -> list[str]:
+    """/healthz (1 s timeout), ten times, while `count` of `clients` hold the port, at most `cap` open."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ManyModels())
+    counts = ConnectionCounts()
+    registry.register(counts)
+    sockets = bind_listeners("127.0.0.1", 0)
+    port = sockets[0].getsockname()[1]
+    stopped = asyncio.Event()
+    serving = asyncio.create_task(serve(metrics_app(registry, CollectorHealth(), (), counts), sockets,
+                                        max_connections=cap, stopped=stopped))
+    stop = threading.Event()
+    threads = [threading.Thread(target=clients, args=(port, stop)) for _ in range(count)]
+    try:
+        for thread in threads:
+            thread.start()
+        await asyncio.sleep(2.0)
+        answers = []
+        for _ in range(10):
+            answers.append(await asyncio.to_thread(healthz_within_a_second, port))
+            await asyncio.sleep(0.2)
+        return answers
+    finally:
+        stop.set()
+        for thread in threads:
+            await asyncio.to_thread(thread.join, 10)
+        stopped.set()
+        await asyncio.wait_for(serving, timeout=30)
+
+
+async def test_clients_dribbling_their_headers_do_not_keep_the_liveness_probe_out() -> None:
+    """Before: a line ending in a newline counted as a request arriving, so dribblers held every place for good and
+    /healthz timed out every time (the kubelet restarts the exporter)."""
+    answers = await probed_beside(dribbler, CAP + 4, CAP)
+    assert answers == ["ok\n"] * 10, answers
+
+
+async def test_a_flood_of_silent_connections_does_not_keep_the_liveness_probe_out() -> None:
+    """Before: every new connection was protected for its first second, so a flood of them (60 a second, each
+    held 3 s, at the default bound) left no place to free and /healthz timed out."""
+    answers = await probed_beside(functools.partial(silent_flood, per_second=60, held_s=3.0), 1, MAX_CONNECTIONS)
+    assert answers == ["ok\n"] * 10, answers
