@@ -48,6 +48,12 @@ STOP_GRACE_S = 1.5
 connections close: a scrape is answered in milliseconds, and the kubelet's grace period is 30 s. Background reads
 (a hung NVML call, a ModelMesh read) are stopped after it, on their own clock (`exporter.stopping`), as before."""
 
+KEPT_ALIVE_GRACE_S = 0.25
+"""After a stop signal, how long connections kept alive between scrapes stay open, their answers saying
+`Connection: close`, before they are closed: a scraper asking again within it reads its answer and then, on a new
+connection, a refusal. Closed at once, one whose next request crossed the close read a reset (scrapers every 20 ms:
+each of them). A scraper every 15 s asks again later, and a stop waits no longer for it."""
+
 CUT_AFTER_GRACE_S = 0.25
 """What aiohttp's clean-up still gives an answer under way once `STOP_GRACE_S` is over (a client that stopped
 reading it): short, so that a stuck reader adds little to the stop beyond the grace."""
@@ -281,10 +287,18 @@ async def serve(app: web.Application, sockets: Sequence[socket.socket], *, acces
                 stop_grace_s: float = STOP_GRACE_S, stopped: asyncio.Event | None = None) -> None:
     """Serve `app` on `sockets` until a stop signal (taken from `signals`), then stop in order: no new connection
     (those already waiting in the backlog taken), up to `stop_grace_s` for the answers in flight and the requests
-    arriving, then aiohttp's clean-up, which closes the connections and stops the background loops. aiohttp's
-    `run_app` closed every connection at once: scrapers in flight read "connection reset by peer". `stopped`,
-    when given, stops it as a signal does."""
+    arriving (every answer now saying `Connection: close`; connections kept alive between scrapes left open
+    `KEPT_ALIVE_GRACE_S` of it), then aiohttp's clean-up, which closes the connections and stops the background
+    loops. aiohttp's `run_app` closed every connection at once: scrapers in flight read "connection reset by peer".
+    `stopped`, when given, stops it as a signal does."""
     stopped = stopped if stopped is not None else asyncio.Event()
+
+    async def closing_once_stopped(request: web.BaseRequest, response: web.StreamResponse) -> None:
+        if stopped.is_set():  # the scraper's next request goes to a new connection, refused
+            response.force_close()  # closed once answered
+            response.headers[hdrs.CONNECTION] = "close"  # said: aiohttp 3.14 prepares the headers before this hook
+
+    app.on_response_prepare.append(closing_once_stopped)
     if signals is not None:
         app.on_startup.append(_take_stop_signals(signals, stopped.set))
     app.on_startup.append(_quiet_accept_errors)
@@ -301,9 +315,11 @@ async def serve(app: web.Application, sockets: Sequence[socket.socket], *, acces
         await stopped.wait()
         for site in sites:
             await site.stop()
-        deadline = asyncio.get_running_loop().time() + stop_grace_s
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + stop_grace_s
+        kept_alive_until = loop.time() + min(KEPT_ALIVE_GRACE_S, stop_grace_s)
         await asyncio.sleep(0.05)  # the backlog's connections made, their requests read
-        while cap.busy() and asyncio.get_running_loop().time() < deadline:
+        while (cap.busy() or (cap.connections and loop.time() < kept_alive_until)) and loop.time() < deadline:
             await asyncio.sleep(0.02)
         cap.close_line()
     finally:

@@ -9,6 +9,7 @@ serving loop while scrapers hammer a 400 KB /metrics.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import os
 import signal
 import socket
@@ -86,3 +87,63 @@ async def test_scrapers_in_flight_at_sigterm_read_their_whole_answer(signal_hand
         await asyncio.to_thread(scraper.join, 30)
     assert outcomes == ["refused"] * SCRAPERS, outcomes
     assert took < 5, f"the stop took {took:.1f} s"
+
+
+def scrape_kept_alive_until_refused(port: int, outcomes: list[str], stop: threading.Event) -> None:
+    """One scraper on a kept-alive connection, as Prometheus and the adapter scrape: GET /metrics on it every 20 ms,
+    a new connection when the exporter closes it, until one cannot connect."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    served = 0
+    while not stop.is_set():
+        try:
+            connection.request("GET", "/metrics")
+            response = connection.getresponse()
+            response.read()
+            served += 1
+            if response.will_close:
+                connection.close()
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                served = 0
+        except (ConnectionRefusedError, ConnectionResetError) as error:
+            if served == 0:  # a new connection: refused, or reset in its handshake as the socket closed
+                outcomes.append("refused")
+                return
+            outcomes.append(f"{type(error).__name__} on a kept-alive connection")
+            return
+        except (OSError, http.client.HTTPException) as error:
+            outcomes.append(f"{type(error).__name__} on a {'kept-alive' if served else 'new'} connection")
+            return
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("attempt", range(3))
+async def test_scrapers_on_kept_alive_connections_at_a_stop_are_refused_not_reset(attempt: int) -> None:
+    """Before: the stop's grace ended with nothing in flight, and the idle kept-alive connections were closed under
+    the scrapers' next requests: ConnectionResetError. Now the answers during the stop say `Connection: close`."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ManyModels())
+    counts = ConnectionCounts()
+    registry.register(counts)
+    sockets = bind_listeners("127.0.0.1", 0)
+    port = sockets[0].getsockname()[1]
+    stopped = asyncio.Event()
+    serving = asyncio.create_task(serve(metrics_app(registry, CollectorHealth(), (), counts), sockets,
+                                        stopped=stopped))
+    await asyncio.sleep(0.2)
+    outcomes: list[str] = []
+    stop = threading.Event()
+    scrapers = [threading.Thread(target=scrape_kept_alive_until_refused, args=(port, outcomes, stop))
+                for _ in range(6)]
+    for scraper in scrapers:
+        scraper.start()
+    await asyncio.sleep(1.0)
+    sent = time.monotonic()
+    stopped.set()
+    await asyncio.wait_for(serving, timeout=30)
+    took = time.monotonic() - sent
+    await asyncio.sleep(0.5)
+    stop.set()
+    for scraper in scrapers:
+        await asyncio.to_thread(scraper.join, 30)
+    assert outcomes == ["refused"] * 6, outcomes
+    assert took < 2.5, f"the stop took {took:.1f} s"
