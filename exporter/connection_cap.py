@@ -86,7 +86,11 @@ class ConnectionCounts(Collector):
         yield CounterMetricFamily(names.CONNECTIONS_DROPPED_TOTAL, "")
 
     def collect(self) -> Iterable[Metric]:
-        yield GaugeMetricFamily(names.CONNECTIONS_OPEN, "Connections open to the exporter's port.", value=self.open)
+        yield GaugeMetricFamily(
+            names.CONNECTIONS_OPEN,
+            "Connections holding a place at the exporter's port, at most --max-connections: not those waiting in its "
+            "line for one (up to four times the bound), nor, over TLS, those whose handshake is not over.",
+            value=self.open)
         dropped = CounterMetricFamily(
             names.CONNECTIONS_DROPPED_TOTAL,
             "Connections the exporter closed: write_deadline (the client did not read its answer), made_room "
