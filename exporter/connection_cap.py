@@ -130,8 +130,9 @@ class ConnectionCap:
             if not self._cap_said:
                 self._cap_said = True
                 log.warning("%d connections open, the most --max-connections (EXPORTER_MAX_CONNECTIONS) allows: a "
-                            "new one takes the place of one whose client stopped reading or that is idle, or waits "
-                            "up to %g s for one (said once; counted in %s)", self.max_connections, LINE_WAIT_S,
+                            "new one takes the place of one whose client stopped reading or that has no request to "
+                            "answer (idle, or its request unfinished), or waits up to %g s for one (said once; "
+                            "counted in %s)", self.max_connections, LINE_WAIT_S,
                             names.CONNECTIONS_DROPPED_TOTAL)
             if self.line or not self._make_room():
                 if len(self.line) >= LINE_PER_PLACE * self.max_connections:
