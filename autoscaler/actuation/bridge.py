@@ -10,14 +10,16 @@ How (`ReplicaBridge`, this module: when and which): each RuntimeScale is reconci
 Deployment, writing only what differs (`bridge_reconcile`: what happens to one RuntimeScale, what it reads and
 writes, and why). A RuntimeScale that changes (`RuntimeScaleWatch` hands it over: the HPA's write) is reconciled
 alone at once, reading its two objects: the write reaches the runtime within a round trip at any fleet size. Every
-`resync_interval_s` (Deployment replicas change without touching the RuntimeScale), after a relist and when a
-retry falls due, a full pass reconciles them all from three lists a namespace (RuntimeScales, ServingRuntimes,
-ModelMesh Deployments): reading two objects per RuntimeScale instead was 10,000 sequential requests a pass at
-5,000 runtimes, longer than the resync interval. It runs on its own task, so a slow API server never delays a
-refresh or an HPA request. A RuntimeScale handed over while a full pass runs is reconciled between two of the
-pass's RuntimeScales, not after the last (a new leader's first pass writes every status, one round trip each: an
-HPA's scale-up waited tens of seconds for it); the pass then skips it unless it listed a newer spec, so an older
-listed `spec.replicas` never overwrites the HPA's.
+`resync_interval_s` (Deployment replicas change without touching the RuntimeScale), after a relist and when a retry
+falls due (looked at after every wake-up: a wait for the watch that never times out, HPAs writing during every pass,
+held them back for good), a full pass reconciles them all from three lists a namespace (RuntimeScales,
+ServingRuntimes, ModelMesh Deployments): reading two objects per RuntimeScale instead was 10,000 sequential requests
+a pass at 5,000 runtimes, longer than the resync interval. It runs on its own task, so a slow API server never
+delays a refresh or an HPA request. A RuntimeScale handed over while a full pass runs is reconciled between two of
+the pass's RuntimeScales, not after the last (a new leader's first pass writes every status, one round trip each: an
+HPA's scale-up waited tens of seconds for it), one between each two, so the pass takes about two round trips a
+RuntimeScale however many HPAs write; the pass then skips it unless it listed a newer spec, so an older listed
+`spec.replicas` never overwrites the HPA's.
 Failures are per RuntimeScale: 409/429/5xx and no answer are retried with exponential backoff and jitter, others
 (403: RBAC) wait for the next resync, and the retries due go out together in one pass (`bridge_retries` has the
 schedule and why). A hand-over of a RuntimeScale whose retry is scheduled waits for that retry's pass, which reads
@@ -31,6 +33,7 @@ restarted adapter) simply carries on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -152,10 +155,13 @@ class ReplicaBridge:
                     await self.sync_changed()
             except Exception:
                 log.exception("replica bridge pass failed; trying again at the next resync")
-            try:
+            with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.next_pass_in_s()):
                     await self._wake.wait()
-            except TimeoutError:
+            # Asked after the wait, not only when it times out: with a hand-over already waiting it returns at
+            # once, however late the resync or a retry is, and while an HPA wrote during every pass of the
+            # changed no full pass ran at all (a hand edit stayed, an ask held for its retry stayed held).
+            if self.next_pass_in_s() <= 0:
                 self._full = True  # the resync, or a retry fell due
             self._wake.clear()
 
@@ -206,33 +212,45 @@ class ReplicaBridge:
             todo[key] = scale
         return todo
 
-    async def _reconcile_changed(self, todo: dict[ScaleId, JSON], done: dict[ScaleId, JSON]) -> int:
+    async def _reconcile_changed(self, todo: dict[ScaleId, JSON], done: dict[ScaleId, JSON],
+                                 budget: int | None = None) -> int:
         """Reconcile the hand-overs `todo` (noted in `_owners`) one by one, reading their runtimes; each one tried
         is put in `done`. Returns the writes made; stops where this replica stopped leading, or where the
-        server's `Retry-After` holds the bridge (the rest back in `_changed`)."""
-        writes = 0
-        for key, scale in todo.items():
-            if not self._may_write():
-                return writes
-            if self._throttled():
-                self._changed = {**{k: v for k, v in todo.items() if k not in done}, **self._changed}
-                return writes
-            if self._retries.holds(key):
-                continue  # its retry's pass reads the newest ask; one now would fail and climb the backoff
-            done[key] = scale
-            if not self._covers(key[0]):
-                try:
-                    await self._cover(key[0])
-                except KubeApiError as error:
-                    self._failed(key, error)  # its owner is not known: nothing written until it is
+        server's `Retry-After` holds the bridge. `budget`: how many to try at most (a full pass's turn between two
+        of its RuntimeScales). What is not tried (held for its retry, over the budget, throttled) waits in
+        `_changed`, ahead of the hand-overs that came meanwhile, which replace it where they are newer."""
+        writes = tried = 0
+        waiting: dict[ScaleId, JSON] = {}
+        try:
+            for key, scale in todo.items():
+                if not self._may_write():
+                    return writes
+                if (self._throttled() or (budget is not None and tried >= budget)
+                        or self._retries.holds(key, scale)):
+                    # Held for its retry: that retry's pass reads the newest ask, and one now would fail and climb
+                    # the backoff. Kept, not dropped: a full pass under way may reach it first (`_sync_scope`).
+                    waiting[key] = scale
                     continue
-            writes += await self._reconcile_guarded(key, scale, None)
-        return writes
+                tried += 1
+                done[key] = scale
+                if not self._covers(key[0]):
+                    try:
+                        await self._cover(key[0])
+                    except KubeApiError as error:
+                        self._failed(key, scale, error)  # its owner is not known: nothing written until it is
+                        continue
+                writes += await self._reconcile_guarded(key, scale, None)
+            return writes
+        finally:
+            self._changed = {**waiting, **self._changed}
 
     async def _between(self, listed: dict[ScaleId, JSON], done: dict[ScaleId, JSON]) -> int | None:
         """The hand-overs waiting while a full pass runs, reconciled between two of its RuntimeScales: waiting
         for the pass to end held an HPA's scale-up back by the whole pass (a new leader's first pass writes the
         status of every RuntimeScale, a round trip each: tens of seconds with a slow API server).
+
+        At most one at a time, so a pass of N RuntimeScales takes about 2 x N round trips however many HPAs
+        write, and a hand-over waits for at most as many turns as there are other RuntimeScales waiting.
 
         `listed`: the pass's RuntimeScales of the scope it is in; `done` collects the ones reconciled here, which
         the pass then leaves alone unless it lists a newer spec (its older `spec.replicas` would undo the
@@ -246,7 +264,9 @@ class ReplicaBridge:
             self._full = True
             self._wake.set()
             return None
-        return await self._reconcile_changed(todo, done)
+        # One, the longest waiting: all of them before each of the pass's RuntimeScales (20 HPAs writing) made a
+        # pass of N RuntimeScales N x 20 round trips, and the resync and every retry waited for it.
+        return await self._reconcile_changed(todo, done, budget=1)
 
     def _note_moves_an_owner(self, scales: dict[ScaleId, JSON]) -> bool:
         """Note `scales` in `_owners`; whether a runtime they named or name now changed hands (from one
@@ -337,7 +357,10 @@ class ReplicaBridge:
         known = await self._list_targets(scope) if items else Listed({}, {})
         this_scope = dict(items)
         handed = this_pass.handed
-        for key, scale in items:
+        # Those with a retry first (in list order otherwise): the pass a retry falls due for is a full one, and an
+        # ask held for that retry waited for the pass to reach it (seconds at 300 RuntimeScales under load).
+        retried = self._retries.keys()
+        for key, scale in sorted(items, key=lambda item: item[0] not in retried):
             this_pass.seen.add(key)
             if self._changed and self._may_write() and not self._throttled():
                 between = await self._between(this_scope, handed)
@@ -348,15 +371,27 @@ class ReplicaBridge:
             if ((key in handed and not older_generation(generation(handed[key]), generation(scale)))
                     or (memory is not None and memory.reconciled_newer_than(scale))):
                 continue  # reconciled from its hand-over during this pass: the listed spec is no newer
-            if self._retries.waits(key):
+            if self._retries.waits(key, scale):
                 continue
             if not self._may_write():
                 return False
             if self._throttled():  # the rest waits with it; nothing it held is forgotten
                 self._full = True
                 return False
-            this_pass.writes += await self._reconcile_guarded(key, scale, known)
+            this_pass.writes += await self._reconcile_guarded(key, self._newest_ask(key, scale), known)
         return True
+
+    def _newest_ask(self, key: ScaleId, listed: JSON) -> JSON:
+        """The RuntimeScale as the pass reconciles it: a newer spec of it handed over during the pass (one held
+        for its retry, or not yet had its turn) rather than the listed one, which the pass would write first
+        (the retry then ended, and the held ask was dropped: the HPA's newest ask never went out). Not where the
+        hand-over names another runtime: that moves an owner, which `_between` handles."""
+        waiting = self._changed.get(key)
+        if (waiting is None or not older_generation(generation(listed), generation(waiting))
+                or _runtime_named(waiting) != _runtime_named(listed)):
+            return listed
+        del self._changed[key]
+        return waiting
 
     async def _list_targets(self, scope: str | None) -> Listed:
         """The ServingRuntimes and ModelMesh Deployments of `scope`, each by (namespace, name); a list that fails
@@ -392,14 +427,14 @@ class ReplicaBridge:
             log.debug("replica bridge: RuntimeScale %s/%s: stopped leading mid-reconcile", *key)
             return 0  # the next leader's first pass reconciles it
         except KubeApiError as error:
-            self._failed(key, error)
+            self._failed(key, scale, error)
             return 0
         self._retries.forget(key)
         return writes
 
-    def _failed(self, key: ScaleId, error: KubeApiError) -> None:
+    def _failed(self, key: ScaleId, scale: JSON, error: KubeApiError) -> None:
         """Schedule the RuntimeScale's retry (`bridge_retries`) and say why it failed."""
-        wait = self._retries.failed(key, error)
+        wait = self._retries.failed(key, scale, error)
         self._warn_and_fail_pass(f"RuntimeScale {key[0]}/{key[1]} not reconciled (next try in {wait:.0f} s): "
                                  f"{error}", kind=str(error.status))
 
@@ -427,3 +462,6 @@ def _keyed(listed: JSON, scope: str | None) -> list[tuple[ScaleId, JSON]]:
     return [(object_key(item, scope), item) for item in listed.get("items") or [] if isinstance(item, dict)]
 
 
+def _runtime_named(scale: JSON) -> object:
+    """The RuntimeScale's `spec.servingRuntime`, as given."""
+    return (scale.get("spec") or {}).get("servingRuntime")

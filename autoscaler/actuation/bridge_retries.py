@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from autoscaler.actuation.bridge_owners import ScaleId
 from autoscaler.kube.backoff import ServerThrottle, exponential_delay, retry_delay
 from autoscaler.kube.errors import KubeApiError
+from autoscaler.kube.raw import JSON
 
 
 @dataclass(slots=True)
@@ -28,6 +29,9 @@ class _Retry:
     """When this retry wakes the bridge (jittered)."""
     not_before: float = 0.0
     """From when a pass retries it: half its backoff (or the server's Retry-After) after the pass that failed."""
+    uid: str | None = None
+    """The RuntimeScale object's `metadata.uid`: one deleted and created again under its name is another object,
+    which neither waits for nor is held by this retry."""
     holds_asks: bool = False
     """Whether a new ask waits for this retry: after a failure (the server may still be failing), not a refusal
     (a webhook that refused one ask says nothing of the next)."""
@@ -59,10 +63,11 @@ class RetrySchedule:
         due a resync interval from here, whatever hand-overs wake the bridge meanwhile."""
         self._resynced_at = self._clock()
 
-    def failed(self, key: ScaleId, error: KubeApiError) -> float:
-        """Schedule the RuntimeScale's retry; returns the seconds until it. Counted from the start of the pass, so
-        that the retries of one pass share their earliest moment and go out in one pass (`next_pass_in_s`)."""
-        retry = self._retries.setdefault(key, _Retry())
+    def failed(self, key: ScaleId, scale: JSON, error: KubeApiError) -> float:
+        """Schedule the retry of RuntimeScale `scale`; returns the seconds until it. Counted from the start of the
+        pass, so that the retries of one pass share their earliest moment and go out in one pass
+        (`next_pass_in_s`)."""
+        retry = self._retry(key, scale) or self._retries.setdefault(key, _Retry(uid=_uid(scale)))
         retry.failures += 1
         now = self._clock()
         self._throttle.note(error)
@@ -89,18 +94,28 @@ class RetrySchedule:
         """The RuntimeScales with a retry scheduled."""
         return self._retries.keys()
 
-    def waits(self, key: ScaleId) -> bool:
-        """Whether a pass leaves `key` alone for now: less than half its backoff has passed."""
+    def _retry(self, key: ScaleId, scale: JSON) -> _Retry | None:
+        """The retry of `key` if it is `scale`'s object's: one of an object deleted since (another uid) is
+        forgotten. A RuntimeScale created again after an outage waited for its predecessor's backoff (up to 60
+        s), each new ask held for it."""
         retry = self._retries.get(key)
+        if retry is not None and retry.uid != _uid(scale):
+            del self._retries[key]
+            return None
+        return retry
+
+    def waits(self, key: ScaleId, scale: JSON) -> bool:
+        """Whether a pass leaves RuntimeScale `scale` alone for now: less than half its backoff has passed."""
+        retry = self._retry(key, scale)
         return retry is not None and retry.not_before > self._clock()
 
-    def holds(self, key: ScaleId) -> bool:
+    def holds(self, key: ScaleId, scale: JSON) -> bool:
         """Whether a hand-over of `key` waits for its retry (which wakes a pass that reads it anew) rather than
         going out now: a new ask while its backoff runs would go to a server that just failed it, and each
         failure counts, so an HPA writing every 0.5 s through an 8 s outage climbed the backoff to its cap. A
         refusal (403, an admission webhook's 4xx) holds none: it says nothing of the next ask, which would
         otherwise wait for the resync."""
-        retry = self._retries.get(key)
+        retry = self._retry(key, scale)
         return retry is not None and retry.holds_asks and retry.retry_at > self._clock()
 
     def first_retried(self, key: ScaleId, error: KubeApiError) -> bool:
@@ -122,3 +137,8 @@ class RetrySchedule:
         now = self._clock()
         due = [retry.retry_at - now for retry in self._retries.values() if retry.retry_at > self._passed_at]
         return max(0.0, min([self._resynced_at + self._resync_s - now, *due]))
+
+
+def _uid(scale: JSON) -> str | None:
+    uid = (scale.get("metadata") or {}).get("uid")
+    return uid if isinstance(uid, str) else None

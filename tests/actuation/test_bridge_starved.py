@@ -1,0 +1,178 @@
+"""The replica bridge while HPAs keep writing, as the operator sees it: a full pass or a due retry only started
+when the bridge's wait for a watch event ran out, and with the next hand-over already waiting that wait never
+runs out. So while an HPA wrote during every pass over the changed RuntimeScales, no full pass and no retry ran:
+a hand-edited ServingRuntime stayed as edited, and an ask held for its retry (an outage just over) stayed held
+(3 for 75 s where the HPA asked 21, in a fleet of 300 with 20 HPAs writing). A due full pass or retry now runs
+whatever wakes keep coming, and a full pass reconciles at most one hand-over between two of its RuntimeScales, so
+it takes about a round trip per RuntimeScale however many HPAs write (docs/design.md, "The RuntimeScale bridge")."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from autoscaler.actuation.bridge import BridgeSettings, ReplicaBridge
+from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
+from autoscaler.kube.client import KubeClient
+from tests.actuation.test_bridge_during_pass import NS, STATUS_WRITE, fleet, hpa_writes, rt
+from tests.fakes.kube import FakeKubeApi
+from tests.support.waiting import eventually
+
+SETTINGS = BridgeSettings(resync_interval_s=15.0, backoff_base_s=1.0, backoff_cap_s=60.0)
+
+
+@contextlib.asynccontextmanager
+async def running(kube: FakeKubeApi, kube_client: KubeClient, bridge: ReplicaBridge,
+                  runtimes: int) -> AsyncIterator[None]:
+    """The bridge run by its watch, as in the adapter, until every runtime is at the fleet's 3 replicas."""
+    tasks = [asyncio.create_task(RuntimeScaleWatch(kube_client, NS, bridge.wake).run())]
+    try:
+        await kube.wait_for_watches(1, "runtimescales")
+        tasks.append(asyncio.create_task(bridge.run()))
+        await eventually(lambda: all(kube.serving_runtime_replicas(NS, rt(i)) == 3 for i in range(runtimes)))
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+@pytest.mark.parametrize("status_write_s", [0.0, 0.3])
+async def test_an_ask_after_a_failed_write_goes_out_while_another_hpa_keeps_writing(
+    kube: FakeKubeApi, kube_client: KubeClient, status_write_s: float,
+) -> None:
+    """rt01's runtime answers one write 503; its HPA asks again (8) during the 1 s backoff, which holds the ask
+    for the retry; rt00's HPA writes every 0.1 s. Was: the ask of 8 never carried (no retry pass ran)."""
+    fleet(kube, 3)
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BridgeSettings(resync_interval_s=3600.0))
+    async with running(kube, kube_client, bridge, 3):
+        kube.delay(STATUS_WRITE, status_write_s, method="PATCH")
+        fault = kube.fail(r"/servingruntimes/rt01$", 503, times=1, method="PATCH")
+        hpa_writes(kube, "rt01", 7)
+        started, carried, value = time.monotonic(), None, 4
+        while fault.hits < 1:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+        hpa_writes(kube, "rt01", 8)
+        while time.monotonic() - started < 8 and carried is None:
+            hpa_writes(kube, "rt00", value)
+            value += 1
+            await asyncio.sleep(0.1)
+            if kube.serving_runtime_replicas(NS, "rt01") == 8:
+                carried = time.monotonic() - started
+    assert carried is not None, "rt01's ask of 8 not carried in 8 s while rt00's HPA wrote"
+    assert carried < 5.0, carried
+
+
+@pytest.mark.parametrize("status_write_s", [0.0, 0.3])
+async def test_a_hand_edit_is_set_back_while_an_hpa_keeps_writing_into_slow_status_writes(
+    kube: FakeKubeApi, kube_client: KubeClient, status_write_s: float,
+) -> None:
+    """Resync 1 s; rt00's HPA writes every 0.1 s while status writes take 0.3 s. Was: no full pass in 8 s,
+    rt01 left at the 9 set by hand."""
+    fleet(kube, 3)
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BridgeSettings(resync_interval_s=1.0))
+    async with running(kube, kube_client, bridge, 3):
+        kube.delay(STATUS_WRITE, status_write_s, method="PATCH")
+        kube.update_object("servingruntimes", NS, "rt01", lambda o: o["spec"].update(replicas=9))
+        started, set_back, value = time.monotonic(), None, 4
+        while time.monotonic() - started < 8 and set_back is None:
+            hpa_writes(kube, "rt00", value)
+            value += 1
+            await asyncio.sleep(0.1)
+            if kube.serving_runtime_replicas(NS, "rt01") == 3:
+                set_back = time.monotonic() - started
+        await eventually(lambda: kube.serving_runtime_replicas(NS, "rt00") == value - 1)
+    assert set_back is not None, "the hand edit of rt01 not set back in 8 s while rt00's HPA wrote"
+    assert set_back < 4.0, set_back
+
+
+async def test_a_full_pass_takes_a_reconcile_per_runtime_scale_however_many_hpas_write(
+    kube: FakeKubeApi, kube_client: KubeClient,
+) -> None:
+    """Twenty HPAs writing at every status write of a new leader's pass over 60 RuntimeScales: the pass
+    reconciled up to twenty hand-overs before each of its RuntimeScales (its length fleet x writers); now one,
+    and every HPA's newest ask still reaches its runtime by the end of the pass."""
+    fleet(kube, 60)
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=SETTINGS)
+    writers = [rt(i) for i in range(0, 60, 3)]
+    asked = dict.fromkeys(writers, 3)
+
+    def every_hpa_writes() -> None:
+        for name in writers:
+            asked[name] += 1
+            bridge.wake(hpa_writes(kube, name, asked[name]))
+
+    kube.on_request(STATUS_WRITE, every_hpa_writes, method="PATCH", times=None)
+    await bridge.sync()
+    status_writes = [r for r in kube.requests if r.method == "PATCH" and r.resource == "runtimescales"]
+    assert len(status_writes) <= 2 * 60 + len(writers), len(status_writes)
+    kube.clear_faults()
+    await bridge.sync_changed()
+    assert {name: kube.serving_runtime_replicas(NS, name) for name in writers} == asked
+
+
+@pytest.mark.parametrize("relisted_first", [False, True], ids=["deletion seen first", "created again at once"])
+async def test_a_runtime_scale_created_again_is_not_held_by_its_predecessors_backoff(
+    kube: FakeKubeApi, kube_client: KubeClient, relisted_first: bool,
+) -> None:
+    """GitOps deletes and re-creates rt01's RuntimeScale (a new uid) after an outage that failed its old one six
+    times: the new one's asks waited for the old one's 32 s backoff."""
+    fleet(kube, 2)
+    now = [1000.0]
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=SETTINGS, clock=lambda: now[0], rand=lambda: 1.0)
+    await bridge.sync()
+    kube.fail(r"/servingruntimes/rt01$", 503, times=None, method="PATCH")
+    bridge.wake(hpa_writes(kube, rt(1), 4))
+    await bridge.sync_changed()
+    for _ in range(5):
+        now[0] = max(0.0, bridge.next_pass_in_s()) + now[0]
+        await bridge.sync()
+    assert kube.serving_runtime_replicas(NS, rt(1)) == 3
+    kube.clear_faults()
+    now[0] += 1.0
+    kube.delete_object("runtimescales", NS, rt(1))
+    if relisted_first:
+        kube.add_runtime_scale(NS, rt(1), replicas=7)
+        bridge.wake(None)
+        bridge.wake(copy.deepcopy(kube.stored("runtimescales", NS, rt(1))))
+        await bridge.sync()
+    else:
+        bridge.wake(None)
+        await bridge.sync()
+        kube.add_runtime_scale(NS, rt(1), replicas=7)
+        bridge.wake(copy.deepcopy(kube.stored("runtimescales", NS, rt(1))))
+        await bridge.sync_changed()
+    assert kube.serving_runtime_replicas(NS, rt(1)) == 7
+    now[0] += 5.0
+    bridge.wake(hpa_writes(kube, rt(1), 8))
+    await bridge.sync_changed()
+    assert kube.serving_runtime_replicas(NS, rt(1)) == 8
+
+
+@pytest.mark.parametrize("jitter", [1.0, 0.75])
+async def test_an_ask_handed_over_during_a_pass_while_its_retry_waits_is_carried(
+    kube: FakeKubeApi, kube_client: KubeClient, jitter: float,
+) -> None:
+    """rt01's ask of 4 failed (503); past half its backoff a full pass lists it at 4 and the HPA asks 5 during the
+    pass. Was: the ask of 5 dropped as held for the retry, and the pass wrote the listed 4 and ended the retry."""
+    fleet(kube, 3)
+    now = [1000.0]
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=SETTINGS, clock=lambda: now[0],
+                           rand=lambda: jitter)
+    await bridge.sync()
+    kube.fail(r"/servingruntimes/rt01", 503, times=1, method="PATCH")
+    bridge.wake(hpa_writes(kube, rt(1), 4))
+    await bridge.sync_changed()
+    assert kube.serving_runtime_replicas(NS, rt(1)) == 3
+    now[0] += 0.75  # past half the 1 s backoff (jittered from 0.5 s to 1 s), before the retry falls due
+    kube.on_request(r"/deployments", lambda: bridge.wake(hpa_writes(kube, rt(1), 5)), method="GET")
+    await bridge.sync()
+    await bridge.sync_changed()
+    assert kube.serving_runtime_replicas(NS, rt(1)) == 5
