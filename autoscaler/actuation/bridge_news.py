@@ -84,10 +84,11 @@ class PassWrites:
 
 
 def set_back_line(key: ScaleId, runtime: str, found: int | None, wanted: int) -> str:
-    """The line for one ServingRuntime `runtime` found at `found`, set outside RuntimeScale `key`, set back to
-    `wanted`."""
+    """The line for one ServingRuntime `runtime` found at `found` (None: its spec.replicas removed), set outside
+    RuntimeScale `key`, set back to `wanted`."""
     namespace, name = key
-    return (f"ServingRuntime {namespace}/{runtime} spec.replicas was set to {shown_replicas(found)} outside "
+    done = "was removed" if found is None else f"was set to {found}"  # not "set to unset"
+    return (f"ServingRuntime {namespace}/{runtime} spec.replicas {done} outside "
             f"RuntimeScale {namespace}/{name} (by hand, or by a tool that applies the ServingRuntime's manifest); "
             f"set back to {wanted}: the RuntimeScale, which its HPA scales, decides the runtime's replicas. Change "
             "the HPA's minReplicas/maxReplicas instead, and leave spec.replicas out of applied ServingRuntime "

@@ -165,3 +165,19 @@ async def test_a_servingruntime_without_spec_replicas_is_said_unset_not_none(
         assert carried == [f"RuntimeScale {NS}/rt0: ServingRuntime rt0 spec.replicas unset -> 2"]
     else:
         assert len(re.findall(r"\(unset -> 2\)", carried[0])) == NAMED, carried
+
+
+async def test_a_servingruntime_whose_spec_replicas_was_removed_is_said_removed(
+    kube: FakeKubeApi, kube_client: KubeClient, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Was: `ServingRuntime ml/rt0 spec.replicas was set to unset outside RuntimeScale ml/rt0`."""
+    fleet(kube, 1, scale_replicas=2)
+    bridge = ReplicaBridge(kube_client, namespaces=[NS])
+    await bridge.sync()
+    kube.update_object("servingruntimes", NS, "rt0", lambda o: o["spec"].pop("replicas"))
+    with caplog.at_level(logging.INFO, logger="autoscaler.actuation.bridge"):
+        await bridge.sync()
+    assert kube.serving_runtime_replicas(NS, "rt0") == 2
+    [line] = [r.getMessage() for r in caplog.records
+              if r.name == "autoscaler.actuation.bridge" and r.levelno == logging.WARNING]
+    assert line.startswith(f"ServingRuntime {NS}/rt0 spec.replicas was removed outside RuntimeScale {NS}/rt0 "), line
