@@ -149,15 +149,19 @@ class PlayedWatch:
             self._seen = int(unseen[0]["metadata"]["resourceVersion"])
             self._bridge.wake(unseen[0])
 
+    def hand_over_all(self) -> None:
+        """Every change not handed over yet, in order, without waiting for the bridge."""
+        for scale in self._unseen():
+            self._seen = int(scale["metadata"]["resourceVersion"])
+            self._bridge.wake(scale)
+
     async def catch_up(self) -> None:
         """Hand every change over and let the bridge reconcile them, until its own writes bring nothing new."""
         for _ in range(20):
             unseen = self._unseen()
             if not unseen:
                 return
-            for scale in unseen:
-                self._seen = int(scale["metadata"]["resourceVersion"])
-                self._bridge.wake(scale)
+            self.hand_over_all()
             await self._bridge.sync_changed()
         raise AssertionError("the bridge's hand-overs never settled")
 

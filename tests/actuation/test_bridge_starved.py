@@ -11,15 +11,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import tempfile
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autoscaler.actuation.bridge import BridgeSettings, ReplicaBridge
 from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.kube.client import KubeClient
-from tests.actuation.test_bridge_during_pass import NS, STATUS_WRITE, fleet, hpa_writes, rt
+from tests.actuation.test_bridge_during_pass import NS, STATUS_WRITE, PlayedWatch, fleet, hpa_writes, rt
 from tests.fakes.kube import FakeKubeApi
 from tests.support.waiting import eventually
 
@@ -116,6 +120,49 @@ async def test_a_full_pass_takes_a_reconcile_per_runtime_scale_however_many_hpas
     kube.clear_faults()
     await bridge.sync_changed()
     assert {name: kube.serving_runtime_replicas(NS, name) for name in writers} == asked
+
+
+async def _pass_while_hpas_write(runtimes: int, writers: list[int]) -> tuple[int, dict[str, int], dict[str, int]]:
+    """A new leader's full pass over `runtimes` RuntimeScales with the HPAs of `writers` each writing at every
+    status write of it (the watch handing each write over at once), then the watch caught up; returns the
+    pass's status writes, each runtime's replicas and each HPA's last ask."""
+    async with FakeKubeApi() as kube:
+        fleet(kube, runtimes)
+        with tempfile.TemporaryDirectory() as folder:
+            config = kube.write_kubeconfig(Path(folder) / "kubeconfig", namespace=NS)
+            client = await KubeClient.connect(config, user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
+        try:
+            bridge = ReplicaBridge(client, namespaces=[NS], settings=SETTINGS)
+            asked = {rt(i): 3 for i in range(runtimes)}
+            watch = PlayedWatch(kube, bridge)
+
+            def every_hpa_writes() -> None:
+                for i in writers:
+                    asked[rt(i)] += 1
+                    hpa_writes(kube, rt(i), asked[rt(i)])
+                watch.hand_over_all()
+
+            kube.on_request(STATUS_WRITE, every_hpa_writes, method="PATCH", times=None)
+            await bridge.sync()
+            status_writes = sum(1 for r in kube.requests if r.method == "PATCH" and r.resource == "runtimescales")
+            kube.clear_faults()
+            await watch.catch_up()
+            return status_writes, {name: kube.serving_runtime_replicas(NS, name) or 0 for name in asked}, asked
+        finally:
+            await client.close()
+
+
+@settings(max_examples=8, deadline=None)
+@given(data=st.data())
+def test_however_many_hpas_write_a_pass_takes_two_reconciles_a_runtime_scale_at_most(data: st.DataObject) -> None:
+    """The promise: a full pass of N RuntimeScales makes at most 2 x N status writes (one for each of its own,
+    one hand-over between each two) whatever number of HPAs write during it, and every HPA's last ask reaches
+    its runtime."""
+    runtimes = data.draw(st.integers(2, 16), label="runtimes")
+    writers = data.draw(st.lists(st.integers(0, runtimes - 1), min_size=1, unique=True), label="writers")
+    status_writes, replicas, asked = asyncio.run(_pass_while_hpas_write(runtimes, writers))
+    assert status_writes <= 2 * runtimes, (status_writes, runtimes, len(writers))
+    assert replicas == asked
 
 
 @pytest.mark.parametrize("relisted_first", [False, True], ids=["deletion seen first", "created again at once"])
