@@ -18,14 +18,9 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from prometheus_client import CollectorRegistry
 
-from exporter.app import metrics_app, serve
-from exporter.collectors.health import CollectorHealth
-from exporter.connection_cap import ConnectionCounts
-from exporter.listen import bind_listeners
 from exporter.stop_signals import STOPPING_SIGNALS, StopSignals
-from tests.exporter.test_exporter_stuck_readers import ManyModels
+from tests.exporter.test_exporter_stuck_readers import served_many_models
 
 SCRAPERS = 10
 
@@ -65,14 +60,8 @@ def scrape_until_refused(port: int, outcomes: list[str]) -> None:
 
 @pytest.mark.parametrize("attempt", range(3))
 async def test_scrapers_in_flight_at_sigterm_read_their_whole_answer(signal_handlers_kept: None, attempt: int) -> None:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(ManyModels())
-    counts = ConnectionCounts()
-    registry.register(counts)
-    sockets = bind_listeners("127.0.0.1", 0)
-    port = sockets[0].getsockname()[1]
-    serving = asyncio.create_task(serve(metrics_app(registry, CollectorHealth(), (), counts), sockets,
-                                        signals=StopSignals()))
+    served = served_many_models(signals=StopSignals(), stopped=None)
+    port, serving = served.port, served.task
     await asyncio.sleep(0.2)
     outcomes: list[str] = []
     scrapers = [threading.Thread(target=scrape_until_refused, args=(port, outcomes)) for _ in range(SCRAPERS)]
@@ -120,15 +109,8 @@ def scrape_kept_alive_until_refused(port: int, outcomes: list[str], stop: thread
 async def test_scrapers_on_kept_alive_connections_at_a_stop_are_refused_not_reset(attempt: int) -> None:
     """Before: the stop's grace ended with nothing in flight, and the idle kept-alive connections were closed under
     the scrapers' next requests: ConnectionResetError. Now the answers during the stop say `Connection: close`."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(ManyModels())
-    counts = ConnectionCounts()
-    registry.register(counts)
-    sockets = bind_listeners("127.0.0.1", 0)
-    port = sockets[0].getsockname()[1]
-    stopped = asyncio.Event()
-    serving = asyncio.create_task(serve(metrics_app(registry, CollectorHealth(), (), counts), sockets,
-                                        stopped=stopped))
+    served = served_many_models()
+    port, stopped, serving = served.port, served.stopped, served.task
     await asyncio.sleep(0.2)
     outcomes: list[str] = []
     stop = threading.Event()

@@ -17,6 +17,8 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -45,6 +47,33 @@ class ManyModels(Collector):
         yield family
 
 
+@dataclass
+class Served:
+    """An exporter's /metrics app with many models' series, served by `serve` on a free port of 127.0.0.1."""
+
+    port: int
+    counts: ConnectionCounts
+    stopped: asyncio.Event
+    task: asyncio.Task[None]
+
+
+def served_many_models(send_buffer: int | None = None, **serve_options: Any) -> Served:
+    """`send_buffer`: the listening socket's SO_SNDBUF, which accepted sockets inherit: a few KB keeps the kernel
+    from taking a whole 400 KB answer on loopback, as across a pod network, so a reader that stops reading backs
+    the answer up in the process."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ManyModels())
+    counts = ConnectionCounts()
+    registry.register(counts)
+    sockets = bind_listeners("127.0.0.1", 0)
+    if send_buffer is not None:
+        sockets[0].setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
+    stopped = asyncio.Event()
+    serve_options.setdefault("stopped", stopped)
+    task = asyncio.create_task(serve(metrics_app(registry, CollectorHealth(), (), counts), sockets, **serve_options))
+    return Served(sockets[0].getsockname()[1], counts, stopped, task)
+
+
 def stuck_reader(port: int) -> socket.socket:
     """A client that asks for /metrics, plain, and never reads."""
     client = socket.socket()
@@ -66,18 +95,8 @@ def series(text: str, name: str) -> dict[str, float]:
 
 async def test_stuck_readers_hold_at_most_the_cap_and_are_dropped_at_the_write_deadline(
         caplog: pytest.LogCaptureFixture) -> None:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(ManyModels())
-    counts = ConnectionCounts()
-    registry.register(counts)
-    app = metrics_app(registry, CollectorHealth(), (), counts)
-    sockets = bind_listeners("127.0.0.1", 0)
-    port = sockets[0].getsockname()[1]
-    # Accepted sockets inherit it: the kernel keeps a few KB of each answer, as across a pod network, where on
-    # loopback it takes a whole 400 KB answer and the process holds none.
-    sockets[0].setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-    stopped = asyncio.Event()
-    serving = asyncio.create_task(serve(app, sockets, max_connections=CAP, write_deadline_s=2.0, stopped=stopped))
+    served = served_many_models(send_buffer=4096, max_connections=CAP, write_deadline_s=2.0)
+    port, counts, stopped, serving = served.port, served.counts, served.stopped, served.task
     stuck: list[socket.socket] = []
     try:
         for _ in range(STUCK):
@@ -112,16 +131,8 @@ def idle_client(port: int) -> socket.socket:
 
 async def holding(kinds: list[bool], cap: int) -> tuple[str, int]:
     """/healthz's answer and the connections open while `kinds` hold the port (True: a stuck reader, False: idle)."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(ManyModels())
-    counts = ConnectionCounts()
-    registry.register(counts)
-    sockets = bind_listeners("127.0.0.1", 0)
-    port = sockets[0].getsockname()[1]
-    sockets[0].setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-    stopped = asyncio.Event()
-    serving = asyncio.create_task(serve(metrics_app(registry, CollectorHealth(), (), counts), sockets,
-                                        max_connections=cap, stopped=stopped))
+    served = served_many_models(send_buffer=4096, max_connections=cap)
+    port, counts, stopped, serving = served.port, served.counts, served.stopped, served.task
     clients: list[socket.socket] = []
     try:
         for stuck_one in kinds:
@@ -149,15 +160,8 @@ def test_whatever_stuck_or_idle_clients_hold_the_port_healthz_answers_within_the
 
 async def test_a_burst_of_scrapers_above_the_cap_is_answered_in_turn() -> None:
     """Scrapers opening more connections at once than the bound wait for a place, not closed: each reads its answer."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(ManyModels())
-    counts = ConnectionCounts()
-    registry.register(counts)
-    sockets = bind_listeners("127.0.0.1", 0)
-    port = sockets[0].getsockname()[1]
-    stopped = asyncio.Event()
-    serving = asyncio.create_task(serve(metrics_app(registry, CollectorHealth(), (), counts), sockets,
-                                        max_connections=CAP, stopped=stopped))
+    served = served_many_models(max_connections=CAP)
+    port, counts, stopped, serving = served.port, served.counts, served.stopped, served.task
     try:
         answers: list[str] = []
         together = threading.Barrier(3 * CAP)
@@ -223,15 +227,8 @@ def silent_flood(port: int, stop: threading.Event, per_second: int, held_s: floa
 
 async def probed_beside(clients: Callable[[int, threading.Event], None], count: int, cap: int) -> list[str]:
     """/healthz (1 s timeout), ten times, while `count` of `clients` hold the port, at most `cap` open."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(ManyModels())
-    counts = ConnectionCounts()
-    registry.register(counts)
-    sockets = bind_listeners("127.0.0.1", 0)
-    port = sockets[0].getsockname()[1]
-    stopped = asyncio.Event()
-    serving = asyncio.create_task(serve(metrics_app(registry, CollectorHealth(), (), counts), sockets,
-                                        max_connections=cap, stopped=stopped))
+    served = served_many_models(max_connections=cap)
+    port, stopped, serving = served.port, served.stopped, served.task
     stop = threading.Event()
     threads = [threading.Thread(target=clients, args=(port, stop)) for _ in range(count)]
     try:
