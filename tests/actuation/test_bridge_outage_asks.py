@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -26,6 +27,25 @@ BACKOFF = BridgeSettings(resync_interval_s=3600.0, backoff_base_s=0.2, backoff_c
 1.6 s (jitter drawn at its top), the last ending 1.6 s at most after the server comes back."""
 
 
+@contextlib.asynccontextmanager
+async def bridging_one_runtime(kube: FakeKubeApi, kube_client: KubeClient) -> AsyncIterator[None]:
+    """A bridge (backoff `BACKOFF`, jitter at its top) and its RuntimeScale watch, carrying one runtime whose
+    ServingRuntime has taken the RuntimeScale's 3 replicas; both stopped on leaving."""
+    fleet(kube, 1)
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BACKOFF, rand=lambda: 1.0)
+    tasks = [asyncio.create_task(RuntimeScaleWatch(kube_client, NS, bridge.wake).run())]
+    try:
+        await kube.wait_for_watches(1, "runtimescales")
+        tasks.append(asyncio.create_task(bridge.run()))
+        await eventually(lambda: kube.serving_runtime_replicas(NS, rt(0)) == 3)
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
 @pytest.mark.parametrize("method", ["GET", "PATCH"])
 @pytest.mark.parametrize("asks_every_s", [OUTAGE_S * 2, 0.1], ids=["one-ask", "an-ask-every-0.1s"])
 async def test_the_last_ask_of_an_outage_goes_out_within_a_backoff_step_of_recovery(
@@ -34,13 +54,7 @@ async def test_the_last_ask_of_an_outage_goes_out_within_a_backoff_step_of_recov
     """However often the HPA writes during the outage, the ServingRuntime is tried about once per backoff step
     (not once per ask) and holds the HPA's last ask within one step (1.6 s) of the server's recovery: with an
     ask every 0.1 s the backoff had climbed to its 30 s cap."""
-    fleet(kube, 1)
-    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BACKOFF, rand=lambda: 1.0)
-    tasks = [asyncio.create_task(RuntimeScaleWatch(kube_client, NS, bridge.wake).run())]
-    try:
-        await kube.wait_for_watches(1, "runtimescales")
-        tasks.append(asyncio.create_task(bridge.run()))
-        await eventually(lambda: kube.serving_runtime_replicas(NS, rt(0)) == 3)
+    async with bridging_one_runtime(kube, kube_client):
         before = len(kube.requests)
         kube.fail(r"/servingruntimes", 500, times=None, method=method)
         asks, started = 3, time.monotonic()
@@ -53,11 +67,6 @@ async def test_the_last_ask_of_an_outage_goes_out_within_a_backoff_step_of_recov
         recovered = time.monotonic()
         await eventually(lambda: kube.serving_runtime_replicas(NS, rt(0)) == asks, timeout=10.0)
         carried_after_s = time.monotonic() - recovered
-    finally:
-        for task in tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
     # One try (a pass lists the runtimes, then reads or writes the one: two) per backoff step: 5 steps.
     assert len(tried) <= 10, f"{len(tried)} tries of the ServingRuntime during a {OUTAGE_S} s outage"
     # 1.6 s, with a margin for a loaded 2-core machine (it was over 10 s: the backoff at its 30 s cap).
@@ -68,21 +77,10 @@ async def test_an_ask_after_a_refused_one_goes_out_at_once(kube: FakeKubeApi, ku
     """A refusal is no outage: an admission webhook that refuses the HPA's ask of 4 (a 422, tried again only at the
     next resync) says nothing of its next ask, 5, which goes out at once. Held for the refused ask's retry like a
     failure's, it waited for the resync (15 s shipped; an hour here)."""
-    fleet(kube, 1)
-    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BACKOFF, rand=lambda: 1.0)
-    tasks = [asyncio.create_task(RuntimeScaleWatch(kube_client, NS, bridge.wake).run())]
-    try:
-        await kube.wait_for_watches(1, "runtimescales")
-        tasks.append(asyncio.create_task(bridge.run()))
-        await eventually(lambda: kube.serving_runtime_replicas(NS, rt(0)) == 3)
+    async with bridging_one_runtime(kube, kube_client):
         refusal = kube.fail(r"/servingruntimes", 422, times=1, method="PATCH",
                             message="admission webhook denied the request: no 4 replicas on Sundays")
         hpa_writes(kube, rt(0), 4)
         await eventually(lambda: refusal.hits == 1)
         hpa_writes(kube, rt(0), 5)
         await eventually(lambda: kube.serving_runtime_replicas(NS, rt(0)) == 5, timeout=3.0)
-    finally:
-        for task in tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
