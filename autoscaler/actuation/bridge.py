@@ -17,9 +17,10 @@ ServingRuntimes, ModelMesh Deployments): reading two objects per RuntimeScale in
 a pass at 5,000 runtimes, longer than the resync interval. It runs on its own task, so a slow API server never
 delays a refresh or an HPA request. A RuntimeScale handed over while a full pass runs is reconciled between two of
 the pass's RuntimeScales, not after the last (a new leader's first pass writes every status, one round trip each: an
-HPA's scale-up waited tens of seconds for it), one between each two, so the pass takes about two round trips a
-RuntimeScale however many HPAs write; the pass then skips it unless it listed a newer spec, so an older listed
-`spec.replicas` never overwrites the HPA's.
+HPA's scale-up waited tens of seconds for it), one at the pass's start and after each RuntimeScale it wrote, so
+the pass takes about two round trips a RuntimeScale it writes however many HPAs write, and none for one it
+leaves; the pass then skips it unless it listed a newer spec, so an older listed `spec.replicas` never overwrites
+the HPA's.
 Failures are per RuntimeScale: 409/429/5xx and no answer are retried with exponential backoff and jitter, others
 (403: RBAC) wait for the next resync, and the retries due go out together in one pass (`bridge_retries` has the
 schedule and why). A hand-over of a RuntimeScale whose retry is scheduled waits for that retry's pass, which reads
@@ -92,6 +93,11 @@ class _Pass:
     failed: bool = False
     """Whether anything failed in it (`_warn_and_fail_pass`, a list refused): only a pass that failed nowhere
     makes the causes warned about news again."""
+    turn_due: bool = True
+    """Whether a waiting hand-over takes its turn before the pass's next RuntimeScale: at its start and after each
+    one it wrote. A turn before every RuntimeScale made a settled fleet's pass, which writes nothing and takes no
+    round trip of its own, one round trip a RuntimeScale while HPAs wrote (1,000 RuntimeScales, 20 HPAs: 67 s a
+    pass against 0.15 s)."""
 
 
 class ReplicaBridge:
@@ -249,8 +255,10 @@ class ReplicaBridge:
         for the pass to end held an HPA's scale-up back by the whole pass (a new leader's first pass writes the
         status of every RuntimeScale, a round trip each: tens of seconds with a slow API server).
 
-        At most one at a time, so a pass of N RuntimeScales takes about 2 x N round trips however many HPAs
-        write, and a hand-over waits for at most as many turns as there are other RuntimeScales waiting.
+        At most one at a time, and a turn only at the pass's start and after each RuntimeScale it wrote
+        (`_Pass.turn_due`), so a pass writing W RuntimeScales takes about 2 x W round trips however many HPAs
+        write (a settled fleet's pass: its lists alone), and a hand-over waits for at most as many turns as there
+        are other RuntimeScales waiting.
 
         `listed`: the pass's RuntimeScales of the scope it is in; `done` collects the ones reconciled here, which
         the pass then leaves alone unless it lists a newer spec (its older `spec.replicas` would undo the
@@ -362,11 +370,12 @@ class ReplicaBridge:
         retried = self._retries.keys()
         for key, scale in sorted(items, key=lambda item: item[0] not in retried):
             this_pass.seen.add(key)
-            if self._changed and self._may_write() and not self._throttled():
+            if this_pass.turn_due and self._changed and self._may_write() and not self._throttled():
                 between = await self._between(this_scope, handed)
                 if between is None:
                     return False
                 this_pass.writes += between
+                this_pass.turn_due = False
             memory = self._memory.get(key)
             if ((key in handed and not older_generation(generation(handed[key]), generation(scale)))
                     or (memory is not None and memory.reconciled_newer_than(scale))):
@@ -378,7 +387,9 @@ class ReplicaBridge:
             if self._throttled():  # the rest waits with it; nothing it held is forgotten
                 self._full = True
                 return False
-            this_pass.writes += await self._reconcile_guarded(key, self._newest_ask(key, scale), known)
+            wrote = await self._reconcile_guarded(key, self._newest_ask(key, scale), known)
+            this_pass.writes += wrote
+            this_pass.turn_due = this_pass.turn_due or wrote > 0
         return True
 
     def _newest_ask(self, key: ScaleId, listed: JSON) -> JSON:

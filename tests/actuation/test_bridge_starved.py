@@ -3,8 +3,9 @@ when the bridge's wait for a watch event ran out, and with the next hand-over al
 runs out. So while an HPA wrote during every pass over the changed RuntimeScales, no full pass and no retry ran:
 a hand-edited ServingRuntime stayed as edited, and an ask held for its retry (an outage just over) stayed held
 (3 for 75 s where the HPA asked 21, in a fleet of 300 with 20 HPAs writing). A due full pass or retry now runs
-whatever wakes keep coming, and a full pass reconciles at most one hand-over between two of its RuntimeScales, so
-it takes about a round trip per RuntimeScale however many HPAs write (docs/design.md, "The RuntimeScale bridge")."""
+whatever wakes keep coming, and a full pass reconciles at most one hand-over at its start and after each
+RuntimeScale it wrote, so it takes about two round trips per RuntimeScale it writes however many HPAs write, and a
+settled fleet's pass its lists alone (docs/design.md, "The RuntimeScale bridge")."""
 
 from __future__ import annotations
 
@@ -223,3 +224,37 @@ async def test_an_ask_handed_over_during_a_pass_while_its_retry_waits_is_carried
     await bridge.sync()
     await bridge.sync_changed()
     assert kube.serving_runtime_replicas(NS, rt(1)) == 5
+
+
+async def test_a_settled_fleets_full_pass_runs_at_list_speed_while_hpas_write(
+    kube: FakeKubeApi, kube_client: KubeClient,
+) -> None:
+    """300 settled RuntimeScales (the pass writes none of them), ten HPAs writing every 0.2 s, 40 ms status
+    writes, a resync every 2 s: a hand-over took its turn before every RuntimeScale the pass listed, a round trip
+    each, so one full pass took about 15 s (one list in 10 s; 67 s at 1,000 RuntimeScales and 20 HPAs). A turn
+    now comes only after a RuntimeScale the pass wrote: a full pass every resync or so (lists at 2, 5.4, 8.7 s)."""
+    runtimes, writers = 300, [rt(i) for i in range(0, 300, 30)]
+    fleet(kube, runtimes)
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BridgeSettings(resync_interval_s=2.0))
+    await bridge.sync()
+    kube.delay(STATUS_WRITE, 0.04, method="PATCH")
+    kube.delay(r"/servingruntimes", 0.01)
+    full_passes: list[float] = []
+    kube.on_request(r"/runtimescales$", lambda: full_passes.append(time.monotonic()), method="GET", times=None)
+    run = asyncio.create_task(bridge.run())
+    try:
+        started, ask = time.monotonic(), 10
+        while time.monotonic() - started < 10.0:
+            for name in writers:
+                bridge.wake(hpa_writes(kube, name, ask))
+            ask += 1
+            await asyncio.sleep(0.2)
+        passes = [round(at - started, 1) for at in full_passes if at - started <= 10.0]
+        # Every HPA's last ask reaches its runtime: the turns after the pass's writes still carry them.
+        await eventually(lambda: all(kube.serving_runtime_replicas(NS, name) == ask - 1 for name in writers),
+                         timeout=5.0)
+    finally:
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
+    assert len(passes) >= 3, f"full passes began at {passes} s"
