@@ -15,9 +15,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from autoscaler.actuation.bridge import BridgeSettings, ReplicaBridge
-from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.kube.client import KubeClient
 from tests.actuation.test_bridge_during_pass import NS, fleet, hpa_writes, rt
+from tests.actuation.test_bridge_starved import running
 from tests.fakes.kube import FakeKubeApi
 from tests.support.waiting import eventually
 
@@ -33,17 +33,8 @@ async def bridging_one_runtime(kube: FakeKubeApi, kube_client: KubeClient) -> As
     ServingRuntime has taken the RuntimeScale's 3 replicas; both stopped on leaving."""
     fleet(kube, 1)
     bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BACKOFF, rand=lambda: 1.0)
-    tasks = [asyncio.create_task(RuntimeScaleWatch(kube_client, NS, bridge.wake).run())]
-    try:
-        await kube.wait_for_watches(1, "runtimescales")
-        tasks.append(asyncio.create_task(bridge.run()))
-        await eventually(lambda: kube.serving_runtime_replicas(NS, rt(0)) == 3)
+    async with running(kube, kube_client, bridge, 1):
         yield
-    finally:
-        for task in tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
 
 @pytest.mark.parametrize("method", ["GET", "PATCH"])
