@@ -42,7 +42,7 @@ class Interrupted:
     returncode: int
     output: str
     left: list[str]
-    """Processes of its group still there after it exited."""
+    """Processes of its group still there after it exited: pid, state and command line of each."""
 
     @property
     def ended_by_ctrl_c(self) -> bool:
@@ -73,7 +73,11 @@ def ctrl_c_once(command: Sequence[str], started: Callable[[int], bool], timeout:
 def _ctrl_c(process: subprocess.Popen[str]) -> Interrupted:
     os.killpg(process.pid, signal.SIGINT)
     output, _ = process.communicate(timeout=60)
-    left = subprocess.run(["pgrep", "-g", str(process.pid)], capture_output=True, text=True).stdout.split()
+    pids = subprocess.run(["pgrep", "-g", str(process.pid)], capture_output=True, text=True).stdout.split()
+    # Each with its state and command line: a pid alone (a CI run: ['30720']) does not say which process stayed.
+    described = subprocess.run(["ps", "-o", "pid=,stat=,args=", "-p", ",".join(pids)], capture_output=True,
+                               text=True).stdout.splitlines() if pids else []
+    left = [line.strip() for line in described] or pids  # (gone between the two: still said)
     return Interrupted(process.returncode, output, left)
 
 
