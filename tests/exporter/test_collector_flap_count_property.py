@@ -7,8 +7,10 @@ recovered without a line of their own, and a quiet outage that lasts must get it
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
+from collections.abc import Iterator
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -38,18 +40,27 @@ class Lines(logging.Handler):
         return [record.getMessage() for record in said]
 
 
-@settings(max_examples=200, deadline=None)
-@given(reads=READS)
-def test_a_failure_line_counts_the_outages_since_the_last_that_recovered_without_one(
-    reads: list[tuple[float, str | None]],
-) -> None:
+@contextlib.contextmanager
+def health_on_a_stepped_clock() -> Iterator[tuple[SteppedClock, CollectorHealth, Lines]]:
+    """A collector's health on a clock the test steps, and the lines its logger says at INFO meanwhile."""
     clock = SteppedClock()
-    health = CollectorHealth(clock=clock)
     logger = logging.getLogger("exporter.collectors.health")
     lines, level = Lines(), logger.level
     logger.addHandler(lines)
     logger.setLevel(logging.INFO)
     try:
+        yield clock, CollectorHealth(clock=clock), lines
+    finally:
+        logger.removeHandler(lines)
+        logger.setLevel(level)
+
+
+@settings(max_examples=200, deadline=None)
+@given(reads=READS)
+def test_a_failure_line_counts_the_outages_since_the_last_that_recovered_without_one(
+    reads: list[tuple[float, str | None]],
+) -> None:
+    with health_on_a_stepped_clock() as (clock, health, lines):
         failing = had_line = False
         flaps = 0  # outages since the last failure line that failed and recovered without one
         last_line_at: float | None = None
@@ -76,6 +87,3 @@ def test_a_failure_line_counts_the_outages_since_the_last_that_recovered_without
             elif not had_line:
                 assert last_line_at is not None and clock.now - last_line_at < CollectorHealth.RELOG_AFTER_S, (
                     "an outage without a line went on past the minute without one")
-    finally:
-        logger.removeHandler(lines)
-        logger.setLevel(level)

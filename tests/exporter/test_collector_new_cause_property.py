@@ -9,14 +9,11 @@ and must not read a line per attempt.
 
 from __future__ import annotations
 
-import logging
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exporter.collectors.health import CollectorHealth
-from tests.exporter.test_collector_flap_count_property import Lines
-from tests.support.clock import SteppedClock
+from tests.exporter.test_collector_flap_count_property import health_on_a_stepped_clock
 
 READS = st.lists(
     st.tuples(st.sampled_from([1.0, 5.0, 30.0, 61.0]),
@@ -31,13 +28,7 @@ READS = st.lists(
 def test_every_cause_of_an_outage_is_said_and_no_line_says_nothing_new(
     reads: list[tuple[float, tuple[str, int] | None]],
 ) -> None:
-    clock = SteppedClock()
-    health = CollectorHealth(clock=clock)
-    logger = logging.getLogger("exporter.collectors.health")
-    lines, level = Lines(), logger.level
-    logger.addHandler(lines)
-    logger.setLevel(logging.INFO)
-    try:
+    with health_on_a_stepped_clock() as (clock, health, lines):
         said: list[tuple[float, str]] = []  # (when, line) of every failure line
         outage_lines: list[tuple[float, str]] = []  # the failure lines of the outage going on
         for seconds, failure in reads:
@@ -67,6 +58,3 @@ def test_every_cause_of_an_outage_is_said_and_no_line_says_nothing_new(
             assert any(cause in line for _, line in outage_lines) if outage_lines else any(
                 cause in line and clock.now - at < CollectorHealth.RELOG_AFTER_S for at, line in said), (
                 f"{cause} unsaid", said)
-    finally:
-        logger.removeHandler(lines)
-        logger.setLevel(level)
