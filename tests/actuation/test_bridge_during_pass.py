@@ -11,6 +11,7 @@ import contextlib
 import copy
 import functools
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -233,11 +234,7 @@ async def test_with_twenty_hpas_writing_every_newest_ask_reaches_its_runtime_wit
     kube.delay(STATUS_WRITE, 0.04, method="PATCH")
     kube.delay(r"/servingruntimes", 0.01)
     bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BridgeSettings(resync_interval_s=3600.0))
-    tasks = [asyncio.create_task(RuntimeScaleWatch(kube_client, NS, bridge.wake).run())]
-    try:
-        await kube.wait_for_watches(1, "runtimescales")
-        tasks.append(asyncio.create_task(bridge.run()))
-        await eventually(lambda: all(kube.serving_runtime_replicas(NS, rt(i)) == 3 for i in range(20)))
+    async with running(kube, kube_client, bridge, 20):
         for value in range(4, 30):
             for i in range(20):
                 hpa_writes(kube, rt(i), value)
@@ -245,11 +242,6 @@ async def test_with_twenty_hpas_writing_every_newest_ask_reaches_its_runtime_wit
         # A round over the twenty is about 1.2 s; the margin is for a loaded 2-core machine.
         await eventually(lambda: all(kube.serving_runtime_replicas(NS, rt(i)) == 29 for i in range(20)),
                          timeout=6.0)
-    finally:
-        for task in tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
 
 async def test_a_runtime_changing_owner_during_a_pass_has_the_pass_start_again_from_a_fresh_list(
@@ -291,11 +283,7 @@ async def test_hpa_writes_that_never_stop_do_not_hold_the_resync_back(
     The resync (1 s here) now counts from the last full pass."""
     fleet(kube, 3)
     bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BridgeSettings(resync_interval_s=1.0))
-    tasks = [asyncio.create_task(RuntimeScaleWatch(kube_client, NS, bridge.wake).run())]
-    try:
-        await kube.wait_for_watches(1, "runtimescales")
-        tasks.append(asyncio.create_task(bridge.run()))
-        await eventually(lambda: all(kube.serving_runtime_replicas(NS, rt(i)) == 3 for i in range(3)))
+    async with running(kube, kube_client, bridge, 3):
         kube.update_object("servingruntimes", NS, "rt01", lambda o: o["spec"].update(replicas=9))
         set_back_at = None
         for value in range(4, 24):  # four seconds of HPA writes
@@ -303,9 +291,21 @@ async def test_hpa_writes_that_never_stop_do_not_hold_the_resync_back(
             await asyncio.sleep(0.2)
             if set_back_at is None and kube.serving_runtime_replicas(NS, "rt01") == 3:
                 set_back_at = (value - 3) * 0.2
+    assert set_back_at is not None and set_back_at <= 3.0, "not set back while the HPA kept writing"
+
+
+@contextlib.asynccontextmanager
+async def running(kube: FakeKubeApi, kube_client: KubeClient, bridge: ReplicaBridge,
+                  runtimes: int) -> AsyncIterator[None]:
+    """The bridge run by its watch, as in the adapter, until every runtime is at the fleet's 3 replicas."""
+    tasks = [asyncio.create_task(RuntimeScaleWatch(kube_client, NS, bridge.wake).run())]
+    try:
+        await kube.wait_for_watches(1, "runtimescales")
+        tasks.append(asyncio.create_task(bridge.run()))
+        await eventually(lambda: all(kube.serving_runtime_replicas(NS, rt(i)) == 3 for i in range(runtimes)))
+        yield
     finally:
         for task in tasks:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-    assert set_back_at is not None and set_back_at <= 3.0, "not set back while the HPA kept writing"

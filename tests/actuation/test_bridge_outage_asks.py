@@ -16,8 +16,7 @@ import pytest
 
 from autoscaler.actuation.bridge import BridgeSettings, ReplicaBridge
 from autoscaler.kube.client import KubeClient
-from tests.actuation.test_bridge_during_pass import NS, fleet, hpa_writes, rt
-from tests.actuation.test_bridge_starved import running
+from tests.actuation.test_bridge_during_pass import NS, fleet, hpa_writes, rt, running
 from tests.fakes.kube import FakeKubeApi
 from tests.support.waiting import eventually
 

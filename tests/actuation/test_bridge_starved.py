@@ -14,7 +14,6 @@ import contextlib
 import copy
 import tempfile
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -22,30 +21,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscaler.actuation.bridge import BridgeSettings, ReplicaBridge
-from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.kube.client import KubeClient
-from tests.actuation.test_bridge_during_pass import NS, STATUS_WRITE, PlayedWatch, fleet, hpa_writes, rt
+from tests.actuation.test_bridge_during_pass import NS, STATUS_WRITE, PlayedWatch, fleet, hpa_writes, rt, running
 from tests.fakes.kube import FakeKubeApi
 from tests.support.waiting import eventually
 
 SETTINGS = BridgeSettings(resync_interval_s=15.0, backoff_base_s=1.0, backoff_cap_s=60.0)
 
-
-@contextlib.asynccontextmanager
-async def running(kube: FakeKubeApi, kube_client: KubeClient, bridge: ReplicaBridge,
-                  runtimes: int) -> AsyncIterator[None]:
-    """The bridge run by its watch, as in the adapter, until every runtime is at the fleet's 3 replicas."""
-    tasks = [asyncio.create_task(RuntimeScaleWatch(kube_client, NS, bridge.wake).run())]
-    try:
-        await kube.wait_for_watches(1, "runtimescales")
-        tasks.append(asyncio.create_task(bridge.run()))
-        await eventually(lambda: all(kube.serving_runtime_replicas(NS, rt(i)) == 3 for i in range(runtimes)))
-        yield
-    finally:
-        for task in tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
 
 @pytest.mark.parametrize("status_write_s", [0.0, 0.3])
