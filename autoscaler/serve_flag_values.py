@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Final
 
+from autoscaler.policies.policy_values import MAX_STALENESS_RANGE_S
 from autoscaler.sources.prometheus_matchers import LABEL_NAME, parse_matchers
 from exporter.flag_values import (
     csv,
@@ -24,6 +25,7 @@ from exporter.flag_values import (
     without_password,
 )
 from exporter.kube_names import DNS_SUBDOMAIN, NAMESPACE_RULE, namespace_problem, object_name_problem
+from exporter.settings import LOAD_WINDOW_RANGE_S
 
 MAX_WORKERS: Final = 64
 """The most serving processes `--workers` starts: one per core the pod may use is the most that helps, and each
@@ -54,6 +56,32 @@ scrape_timeout = seconds_within(*TIMEOUT_RANGE_S)
 
 connection_timeout = seconds_within(*TIMEOUT_RANGE_S)
 """Seconds a serving connection may wait (headers, idle kept-alive), within `TIMEOUT_RANGE_S`."""
+
+prometheus_timeout = seconds_within(*TIMEOUT_RANGE_S)
+"""Seconds one query to Prometheus may take, within `TIMEOUT_RANGE_S`: `--prometheus-timeout 1e12` waited for ever
+on a Prometheus that stopped answering, and put off the /healthz stall check (twice the timeout) as long."""
+
+
+REVIEW_CACHE_TTL_RANGE_S: Final = (0.1, 3600.0)
+"""The TokenReview and SubjectAccessReview cache TTLs taken: a cached answer outlives a revoked token or a removed
+RoleBinding by up to its TTL, and `--authorization-webhook-cache-authorized-ttl 1e12` (a slip of zeros) let them
+read metrics until the adapter restarted. An hour is already far beyond kube-apiserver's own defaults (2 and 5
+minutes, 30 s for a denial); below a tenth of a second nothing is reused and each request costs a review (0, no
+cache, was never taken)."""
+
+review_cache_ttl = seconds_within(*REVIEW_CACHE_TTL_RANGE_S)
+"""Seconds a review's answer is cached, within `REVIEW_CACHE_TTL_RANGE_S`."""
+
+
+WINDOW_RANGE_S: Final = LOAD_WINDOW_RANGE_S
+"""The windows taken: `--window` reports the exporters' `--load-window` to the HPA, so any load window an exporter
+takes, and no other: `--window 1e300` was served in every answer as a 301-digit `window`, which no int64 holds."""
+
+window = seconds_within(*WINDOW_RANGE_S)
+"""Seconds of the reported aggregation window, within `WINDOW_RANGE_S`."""
+
+max_staleness = seconds_within(*MAX_STALENESS_RANGE_S)
+"""Seconds after which a pod's signal counts as missing, within `MAX_STALENESS_RANGE_S` (the policy key's)."""
 
 
 SHUTDOWN_DELAY_RANGE_S: Final = (0.0, 300.0)

@@ -31,15 +31,19 @@ from autoscaler.serve_flag_values import (
     headers,
     label_matchers,
     label_name,
+    max_staleness,
     namespaces,
     niceness,
     object_name,
+    prometheus_timeout,
     prometheus_url,
     refresh_interval,
+    review_cache_ttl,
     scrape_timeout,
     server_name,
     shutdown_delay,
     token_file,
+    window,
     workers,
 )
 from exporter import env_flags
@@ -277,13 +281,16 @@ _OPTIONS: Final = (
             "authorized even under a listed path; /metrics is authorized as get on the nonResourceURL /metrics "
             "unless listed here, which opens every runtime's name and values to anyone who reaches the port",
             _listed(_D.authorization_always_allow_paths), "PATH,...", _TLS),
-    _Option("--authentication-token-webhook-cache-ttl", seconds, "how long TokenReview answers (accepted "
-            "and rejected) are cached", f"{_D.token_cache_ttl_s:g} s", "SECONDS", _TLS, setting="token_cache_ttl_s"),
-    _Option("--authorization-webhook-cache-authorized-ttl", seconds, "how long allowed SubjectAccessReview "
-            "answers are cached; keys in use are reviewed again in the background before they expire",
+    _Option("--authentication-token-webhook-cache-ttl", review_cache_ttl, "how long TokenReview answers (accepted "
+            "and rejected) are cached (0.1 to 3600: a revoked token is taken this long)",
+            f"{_D.token_cache_ttl_s:g} s", "SECONDS", _TLS, setting="token_cache_ttl_s"),
+    _Option("--authorization-webhook-cache-authorized-ttl", review_cache_ttl, "how long allowed SubjectAccessReview "
+            "answers are cached; keys in use are reviewed again in the background before they expire (0.1 to 3600: "
+            "a removed RoleBinding still allows this long)",
             f"{_D.authorized_cache_ttl_s:g} s", "SECONDS", _TLS, setting="authorized_cache_ttl_s"),
-    _Option("--authorization-webhook-cache-unauthorized-ttl", seconds, "how long denied SubjectAccessReview "
-            "answers are cached", f"{_D.unauthorized_cache_ttl_s:g} s", "SECONDS", _TLS,
+    _Option("--authorization-webhook-cache-unauthorized-ttl", review_cache_ttl, "how long denied "
+            "SubjectAccessReview answers are cached (0.1 to 3600: a new RoleBinding still denies this long)",
+            f"{_D.unauthorized_cache_ttl_s:g} s", "SECONDS", _TLS,
             setting="unauthorized_cache_ttl_s"),
     _Option("--max-in-flight-reviews", count, "TokenReviews, and SubjectAccessReviews, in flight at once per "
             "serving process; a request that would start one more TokenReview, or more than its client address's "
@@ -332,8 +339,9 @@ _OPTIONS: Final = (
     _Option("--prometheus-headers", headers, "HTTP headers sent with every query to Prometheus, as "
             "Name=Value,Name2=Value2 (X-Scope-OrgID=TENANT for Grafana Mimir or Cortex)", "none",
             "NAME=VALUE,...", _SOURCE),
-    _Option("--prometheus-timeout", seconds, "how long one query to Prometheus may take before the round is "
-            "a timeout (values held, the HPA holds)", f"{_D.prometheus_timeout_s:g} s", "SECONDS", _SOURCE,
+    _Option("--prometheus-timeout", prometheus_timeout, "how long one query to Prometheus may take before the "
+            "round is a timeout (values held, the HPA holds; 0.1 to 3600)",
+            f"{_D.prometheus_timeout_s:g} s", "SECONDS", _SOURCE,
             setting="prometheus_timeout_s"),
     _Option("--prometheus-namespace-label", label_name, "label naming the pod's namespace on the exporters' series in "
             "Prometheus (--source prometheus): kubernetes_namespace with the classic kubernetes_sd_configs "
@@ -379,8 +387,9 @@ _OPTIONS: Final = (
     # Decisions.
     _Option("--refresh-interval", refresh_interval, "seconds between refreshes (read, aggregate, decide; 0.1 to 3600)",
             f"{_D.refresh_interval_s:g} s, the HPA's sync period", "SECONDS", _DECIDE, setting="refresh_interval_s"),
-    _Option("--window", seconds, "aggregation window reported to the HPA, in seconds: the exporters' load "
-            "window", f"{_D.window_s:g} s", "SECONDS", _DECIDE, setting="window_s"),
+    _Option("--window", window, "aggregation window reported to the HPA, in seconds: the exporters' "
+            "--load-window, and so the range it takes (0.1 to 3600)",
+            f"{_D.window_s:g} s", "SECONDS", _DECIDE, setting="window_s"),
     _Option("--config", file_path, "policy YAML (`defaults:` and `runtimes:`, docs/configuration.md)",
             "built-in policy defaults", "FILE", _DECIDE),
     _Option("--skew-order", order, "power-mean order p over pods, at least 1 (1: plain mean); policy key "
@@ -390,8 +399,10 @@ _OPTIONS: Final = (
             "at once); policy key scale_down_tau_s, as for --skew-order", f"{_POLICY.scale_down_tau_s:g} s", "SECONDS",
             _DECIDE,
             setting="scale_down_tau_s"),
-    _Option("--max-staleness", seconds, "seconds after which a pod's signal counts as missing; policy key "
-            "max_staleness_s, as for --skew-order", "3 x --refresh-interval", "SECONDS", _DECIDE,
+    _Option("--max-staleness", max_staleness, "seconds after which a pod's signal counts as missing; policy key "
+            "max_staleness_s, as for --skew-order (0.1 to 10800: three of the longest --refresh-interval; at least "
+            "the exporters' --modelmesh-interval plus a refresh's reads, else signals go stale between reads)",
+            "3 x --refresh-interval", "SECONDS", _DECIDE,
             setting="max_staleness_s"),
     _Option("--min-coverage", fraction, "ratio in (0, 1] of Ready pods with fresh data needed to serve a "
             "value (else 503); policy key min_coverage, as for --skew-order", f"{_POLICY.min_coverage:g}", "RATIO",

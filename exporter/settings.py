@@ -30,7 +30,6 @@ from exporter.flag_values import (
     host_port,
     log_level,
     metrics_url,
-    seconds,
     seconds_or_off,
     seconds_within,
 )
@@ -163,6 +162,16 @@ gpu_interval = seconds_within(*GPU_INTERVAL_RANGE_S)
 """Seconds between NVML reads, within `GPU_INTERVAL_RANGE_S`."""
 
 
+POD_RESOURCES_WAIT_RANGE_S = (0.1, 600.0)
+"""The start's waits for the kubelet taken: `--gpu-pod-resources-wait 1e12` waited for ever on a kubelet that was
+not restarting but gone, the sidecar neither serving nor saying why. A kubelet restarts in seconds; ten minutes is
+far past that, and past the sidecar's liveness probe (about 70 s in the shipped patch), which restarts the
+container first unless it is raised with the wait."""
+
+pod_resources_wait = seconds_within(*POD_RESOURCES_WAIT_RANGE_S)
+"""Seconds the start waits for the kubelet's PodResources API, within `POD_RESOURCES_WAIT_RANGE_S`."""
+
+
 _UUID_HINT: Final = "give the UUIDs nvidia-smi -L prints (GPU-..., MIG-...)"
 
 
@@ -261,9 +270,10 @@ _OPTIONS: Final = (
     _Option("--gpu-pod-resources-socket", file_path, "the kubelet's PodResources socket (hostPath "
             f"{DEFAULT_SOCKET}): report only the GPUs the kubelet gave this pod; needs "
             "--pod-name and --pod-namespace and the grpcio package", "off", "SOCKET", setting="pod_resources_socket"),
-    _Option("--gpu-pod-resources-wait", seconds, "seconds to wait at start for a kubelet that does not answer "
-            "on --gpu-pod-resources-socket yet (restarting) before stopping with status 2, for the container's "
-            "restart to ask again", f"{_D.pod_resources_wait_s:g} s", setting="pod_resources_wait_s"),
+    _Option("--gpu-pod-resources-wait", pod_resources_wait, "seconds to wait at start for a kubelet that does not "
+            "answer on --gpu-pod-resources-socket yet (restarting) before stopping with status 2, for the container's "
+            "restart to ask again (0.1 to 600; past the sidecar's liveness probe, raise the probe with it)",
+            f"{_D.pod_resources_wait_s:g} s", "SECONDS", setting="pod_resources_wait_s"),
     _Option("--gpu-pod-name", str, "this pod's name for --gpu-pod-resources-socket; kept for sidecars patched "
             "before --pod-name, which it defaults to (give --pod-name alone; both, different, are refused)",
             "--pod-name", "NAME"),

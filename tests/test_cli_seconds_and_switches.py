@@ -119,6 +119,31 @@ def test_the_durations_that_ran_for_ever_state_their_range() -> None:
             f"{exporter} --gpu-interval"} <= {flag for flag, _ in RANGED_SECONDS_FLAGS}
 
 
+def test_every_duration_of_serve_and_the_exporter_states_its_range() -> None:
+    """The webhook cache TTLs, `--prometheus-timeout`, `--window`, `--max-staleness` and the exporter's
+    `--gpu-pod-resources-wait` took 1e12 (a revoked token honoured, a dead Prometheus or kubelet waited on, a dead
+    exporter's pod counted fresh, for ever); the leader election's three are Kubernetes' own, left as kube takes
+    them."""
+    unranged = {flag for flag, action in SECONDS_FLAGS if stated_range(action) is None
+                and flag.split()[-2] in ("serve", "modelmesh-exporter")}
+    assert unranged == {"modelmesh-autoscaler serve --scale-down-tau",
+                        "modelmesh-autoscaler serve --leader-elect-lease-duration",
+                        "modelmesh-autoscaler serve --leader-elect-renew-deadline",
+                        "modelmesh-autoscaler serve --leader-elect-retry-period",
+                        "modelmesh-exporter --model-recency-horizon"}
+
+
+@given(interval=st.floats(min_value=0.1, max_value=3600.0, allow_nan=False))
+def test_the_staleness_that_follows_any_refresh_interval_is_one_the_policy_takes(interval: float) -> None:
+    """Left unset, `max_staleness_s` is three refresh intervals: a range below that refused `serve
+    --refresh-interval 1h` at start for a setting it was never given."""
+    from autoscaler.server import policy_book
+
+    parser = cli.build_parser()
+    settings = settings_from_args(parser.parse_args(["serve", "--refresh-interval", repr(interval)]), {})
+    assert policy_book(settings).defaults.max_staleness_s == 3 * interval
+
+
 @given(index=st.integers(min_value=0, max_value=len(RANGED_SECONDS_FLAGS) - 1),
        seconds=st.one_of(st.floats(min_value=0, max_value=1e13, allow_nan=False),
                          st.sampled_from([0.0, 0.1, 300.0, 3600.0, 3600.0001, 1e9, 1e12])))

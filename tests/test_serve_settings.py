@@ -191,6 +191,15 @@ BAD_VARIABLES = [
     ("AUTOSCALER_KEEPALIVE_TIMEOUT", "1e12", "must be 0.1 to 3600 seconds"),
     ("AUTOSCALER_HEADER_READ_TIMEOUT", "2h", "must be 0.1 to 3600 seconds"),
     ("AUTOSCALER_SHUTDOWN_DELAY", "1e12", "must be 0 to 300 seconds"),
+    # Accepted: a revoked token or RoleBinding honoured for ever, a dead Prometheus waited on for ever, a window no
+    # int64 holds in every answer, a dead exporter's pod counted fresh for ever.
+    ("AUTOSCALER_AUTHENTICATION_TOKEN_WEBHOOK_CACHE_TTL", "1e12", "must be 0.1 to 3600 seconds"),
+    ("AUTOSCALER_AUTHORIZATION_WEBHOOK_CACHE_AUTHORIZED_TTL", "2h", "must be 0.1 to 3600 seconds"),
+    ("AUTOSCALER_AUTHORIZATION_WEBHOOK_CACHE_UNAUTHORIZED_TTL", "1e12", "must be 0.1 to 3600 seconds"),
+    ("AUTOSCALER_PROMETHEUS_TIMEOUT", "1e12", "must be 0.1 to 3600 seconds"),
+    ("AUTOSCALER_WINDOW", "1e300", "must be 0.1 to 3600 seconds"),
+    ("AUTOSCALER_MAX_STALENESS", "1e12", "must be 0.1 to 10800 seconds"),
+    ("AUTOSCALER_MAX_STALENESS", "-1", "must be 0.1 to 10800 seconds"),
 ]
 
 
@@ -261,6 +270,18 @@ def test_an_unknown_flag_is_reported_with_its_commands_usage(
     ("--header-read-timeout", "1e12", "must be 0.1 to 3600 seconds"),
     ("--shutdown-delay", "1e12", "must be 0 to 300 seconds"),
     ("--shutdown-delay", "301s", "must be 0 to 300 seconds"),
+    # Accepted: a revoked token or a removed RoleBinding kept reading metrics until the adapter restarted.
+    ("--authentication-token-webhook-cache-ttl", "1e12", "must be 0.1 to 3600 seconds"),
+    ("--authorization-webhook-cache-authorized-ttl", "1e12", "must be 0.1 to 3600 seconds"),
+    ("--authorization-webhook-cache-unauthorized-ttl", "1e12", "must be 0.1 to 3600 seconds"),
+    # Accepted: a Prometheus that stopped answering was waited on for ever, the /healthz stall check put off as long.
+    ("--prometheus-timeout", "1e12", "must be 0.1 to 3600 seconds"),
+    # Accepted, and served in every item as a `window` of 301 digits, which no int64 holds.
+    ("--window", "1e300", "must be 0.1 to 3600 seconds"),
+    ("--window", "2h", "must be 0.1 to 3600 seconds"),
+    # Accepted: a pod whose exporter died counted fresh, with its last values, for ever.
+    ("--max-staleness", "1e12", "must be 0.1 to 10800 seconds"),
+    ("--max-staleness", "-5", "must be 0.1 to 10800 seconds"),
     # Accepted, these failed every refresh with Prometheus's 400 "parse error", which names no flag.
     ("--prometheus-namespace-label", "kubernetes-namespace", "expected a Prometheus label name"),
     ("--prometheus-pod-label", "pod name", "expected a Prometheus label name"),

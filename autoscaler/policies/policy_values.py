@@ -169,6 +169,14 @@ def _suggest(name: str) -> str:
     return did_you_mean(name, FIELDS)
 
 
+MAX_STALENESS_RANGE_S: Final = (0.1, 10_800.0)
+"""The `max_staleness_s` taken (policy key, annotation, `--max-staleness`). Up to three of the longest refresh interval
+(3600 s), the default that follows `--refresh-interval`: 1e12 kept a pod whose exporter died counted, fresh, with its
+last values for ever, and put off the /healthz stall check as long. From a tenth of a second, the shortest interval
+of a refresh and of an exporter's reads; under the exporters' `--modelmesh-interval` (5 s) plus a refresh's reads,
+signals turn stale between two reads: see docs/configuration.md."""
+
+
 def _positive(x: float | None) -> bool:
     return x is not None and x > 0.0
 
@@ -202,7 +210,11 @@ _CHECKS: Final[tuple[tuple[str, Callable[[RuntimePolicy], bool], str], ...]] = (
         lambda p: p.max_replicas is None or (p.min_replicas or 1) <= p.max_replicas <= PROPOSAL_LIMIT,
         f"must be null or >= min_replicas (and >= 1), at most {PROPOSAL_LIMIT:,}",
     ),
-    ("max_staleness_s", lambda p: _positive(p.max_staleness_s), "must be > 0 seconds"),
+    (
+        "max_staleness_s",
+        lambda p: MAX_STALENESS_RANGE_S[0] <= p.max_staleness_s <= MAX_STALENESS_RANGE_S[1],
+        f"must be {MAX_STALENESS_RANGE_S[0]:g} to {MAX_STALENESS_RANGE_S[1]:g} seconds",
+    ),
     ("min_coverage", lambda p: _ratio(p.min_coverage), "must be in (0, 1]"),
     ("warmup_grace_s", lambda p: p.warmup_grace_s is None or p.warmup_grace_s >= 0.0, "must be >= 0 seconds or null"),
     ("need_weight_requests", lambda p: p.need_weight_requests >= 0.0, "must be >= 0"),

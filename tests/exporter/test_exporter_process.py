@@ -64,6 +64,10 @@ def test_help_explains_units_and_defaults() -> None:
         ([], {"EXPORTER_MODELMESH_TIMEOUT": "2h"}, "EXPORTER_MODELMESH_TIMEOUT"),
         ([], {"EXPORTER_GPU_WINDOW": "1e9"}, "EXPORTER_GPU_WINDOW"),
         ([], {"EXPORTER_GPU_INTERVAL": "1ms"}, "EXPORTER_GPU_INTERVAL"),
+        # Accepted: a kubelet gone, not restarting, waited on for ever, the sidecar neither serving nor saying why.
+        (["--gpu-pod-resources-wait", "1e12"], {},
+         "argument --gpu-pod-resources-wait: must be 0.1 to 600 seconds, got '1e12'"),
+        ([], {"EXPORTER_GPU_POD_RESOURCES_WAIT": "1h"}, "EXPORTER_GPU_POD_RESOURCES_WAIT"),
         # Accepted, and every GPU reported, silently.
         (["--gpu-uuids", ","], {}, "argument --gpu-uuids: no GPU UUID in ','"),
         ([], {"EXPORTER_GPU_UUIDS": " , ,"}, "EXPORTER_GPU_UUIDS"),

@@ -93,6 +93,7 @@ def test_annotation_null_clears_an_optional_field() -> None:
         ("scale-down-tau-s", "nan", "must be finite"),
         ("skew-order", "null", "may not be null"),
         ("min-replicas", "50", "max_replicas must be null or >= min_replicas"),
+        ("max-staleness-s", "1e12", "max_staleness_s must be 0.1 to 10800 seconds"),
         # the hint in the annotation's spelling: the file key's ('target_rps_per_pod') is not what to write here
         ("target-rps-per-pdo", "10", f"no such policy annotation (did you mean {PREFIX}target-rps-per-pod?)"),
     ],
@@ -104,6 +105,7 @@ def test_annotation_null_clears_an_optional_field() -> None:
         "nan",
         "null_required",
         "min_above_max",
+        "staleness_for_ever",
         "typo",
     ],
 )
@@ -141,6 +143,8 @@ def test_an_empty_file_gives_the_built_in_defaults(tmp_path: Path) -> None:
         ("defaults: {cache_full_ratio: 1.5}", "cache_full_ratio must be in (0, 1]"),
         ("defaults: {min_coverage: 0}", "min_coverage must be in (0, 1]"),
         ("defaults: {queue_drain_s: -15}", "queue_drain_s must be > 0 seconds"),
+        # Taken: a pod whose exporter died was counted fresh, with its last values, for ever.
+        ("defaults: {max_staleness_s: 1e12}", "max_staleness_s must be 0.1 to 10800 seconds, got 1000000000000.0"),
         ("defaults: {min_replicas: true}", "min_replicas must be a whole number, got True"),
         ("defaults: {min_replicas: 2.0}", "min_replicas must be a whole number"),
         ("defaults: {min_replicas: 5, max_replicas: 3}", "max_replicas must be null or >= min_replicas"),
@@ -174,6 +178,7 @@ def test_an_empty_file_gives_the_built_in_defaults(tmp_path: Path) -> None:
         "ratio_above_one",
         "zero_coverage",
         "negative_time",
+        "staleness_for_ever",
         "bool_is_not_a_count",
         "float_is_not_a_count",
         "min_above_max",
