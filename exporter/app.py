@@ -36,6 +36,7 @@ from exporter.listen import KEEPALIVE_TIMEOUT_S, bind_listeners
 from exporter.settings import ExporterSettings
 from exporter.stop_signals import StopSignals
 from exporter.stopping import stop_tasks
+from exporter.tls_handshakes import HANDSHAKE_TIMEOUT_S, TlsHandshakes
 
 log = logging.getLogger(__name__)
 
@@ -248,17 +249,18 @@ class _CappedSite(web.SockSite):
     """A listening socket whose connections go through the `ConnectionCap`; at its stop, the connections already
     waiting in its backlog are taken and answered, not reset with the socket."""
 
-    def __init__(self, runner: web.BaseRunner, sock: socket.socket, cap: ConnectionCap, *,
-                 ssl_context: ssl.SSLContext | None) -> None:
-        super().__init__(runner, sock, ssl_context=ssl_context)
-        self._cap = cap
+    def __init__(self, runner: web.BaseRunner, sock: socket.socket,
+                 connections: ConnectionCap | TlsHandshakes) -> None:
+        super().__init__(runner, sock)
+        self._connections = connections
+        """What each accepted connection is given to: the cap, or over TLS its handshake first."""
         self._listening = sock
         self._taken: list[asyncio.Task[Any]] = []
 
     async def start(self) -> None:
         await web.BaseSite.start(self)
         self._server = await asyncio.get_running_loop().create_server(
-            self._cap, sock=self._listening, ssl=self._ssl_context, backlog=self._backlog)
+            self._connections, sock=self._listening, backlog=self._backlog)
 
     async def stop(self) -> None:
         """Stop accepting, let asyncio's accepts under way finish, take what waits in the backlog, then close.
@@ -277,20 +279,22 @@ class _CappedSite(web.SockSite):
                 accepted, _ = self._listening.accept()
                 accepted.setblocking(False)
                 self._taken.append(
-                    loop.create_task(loop.connect_accepted_socket(self._cap, accepted, ssl=self._ssl_context)))
+                    loop.create_task(loop.connect_accepted_socket(self._connections, accepted)))
         await super().stop()
 
 
 async def serve(app: web.Application, sockets: Sequence[socket.socket], *, access_log: bool = False,
                 ssl_context: ssl.SSLContext | None = None, signals: StopSignals | None = None,
                 max_connections: int = MAX_CONNECTIONS, write_deadline_s: float = WRITE_DEADLINE_S,
-                stop_grace_s: float = STOP_GRACE_S, stopped: asyncio.Event | None = None) -> None:
+                stop_grace_s: float = STOP_GRACE_S, stopped: asyncio.Event | None = None,
+                handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S) -> None:
     """Serve `app` on `sockets` until a stop signal (taken from `signals`), then stop in order: no new connection
     (those already waiting in the backlog taken), up to `stop_grace_s` for the answers in flight and the requests
     arriving (every answer now saying `Connection: close`; connections kept alive between scrapes left open
     `KEPT_ALIVE_GRACE_S` of it), then aiohttp's clean-up, which closes the connections and stops the background
     loops. aiohttp's `run_app` closed every connection at once: scrapers in flight read "connection reset by peer".
-    `stopped`, when given, stops it as a signal does."""
+    `stopped`, when given, stops it as a signal does. Over TLS each handshake has `handshake_timeout_s`, and at
+    most four times `max_connections` are under way (`exporter.tls_handshakes`)."""
     stopped = stopped if stopped is not None else asyncio.Event()
 
     async def closing_once_stopped(request: web.BaseRequest, response: web.StreamResponse) -> None:
@@ -309,7 +313,8 @@ async def serve(app: web.Application, sockets: Sequence[socket.socket], *, acces
     try:
         assert runner.server is not None
         cap = ConnectionCap(runner.server, app[CONNECTIONS_KEY], max_connections, write_deadline_s)
-        sites = [_CappedSite(runner, sock, cap, ssl_context=ssl_context) for sock in sockets]
+        connections = cap if ssl_context is None else TlsHandshakes(cap, ssl_context, handshake_timeout_s)
+        sites = [_CappedSite(runner, sock, connections) for sock in sockets]
         for site in sites:
             await site.start()
         await stopped.wait()

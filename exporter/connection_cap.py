@@ -23,7 +23,8 @@ kubelet's probes):
   The first time the cap is reached the log says so, once.
 
 Each drop is counted in `modelmesh_exporter_connections_dropped_total{reason}` (`ConnectionCounts`), the open
-connections in `modelmesh_exporter_connections_open`.
+connections in `modelmesh_exporter_connections_open`. Over TLS a connection comes here once its handshake is over;
+the handshakes are bounded before that, in time and in number (`exporter.tls_handshakes`).
 """
 
 from __future__ import annotations
@@ -71,7 +72,9 @@ LINE_TICK_S: Final = 0.1
 REASON_WRITE_DEADLINE: Final = "write_deadline"
 REASON_MADE_ROOM: Final = "made_room"
 REASON_REFUSED: Final = "refused"
-REASONS: Final = (REASON_WRITE_DEADLINE, REASON_MADE_ROOM, REASON_REFUSED)
+REASON_HANDSHAKE_TIMEOUT: Final = "handshake_timeout"
+"""Over TLS, a handshake not over within its bound (`exporter.tls_handshakes`)."""
+REASONS: Final = (REASON_WRITE_DEADLINE, REASON_MADE_ROOM, REASON_REFUSED, REASON_HANDSHAKE_TIMEOUT)
 
 
 class ConnectionCounts(Collector):
@@ -95,7 +98,9 @@ class ConnectionCounts(Collector):
             names.CONNECTIONS_DROPPED_TOTAL,
             "Connections the exporter closed: write_deadline (the client did not read its answer), made_room "
             "(idle or stuck, at --max-connections, for a new one), refused (new, at --max-connections: the line "
-            "of those waiting for a place was full, or its wait was over).",
+            "of those waiting for a place was full, or its wait was over), handshake_timeout (over TLS, its "
+            "handshake was not over in time); over TLS made_room also counts the oldest handshake under way dropped "
+            "for a new one at four times --max-connections.",
             labels=["reason"])
         for reason in REASONS:
             dropped.add_metric([reason], self.dropped[reason])

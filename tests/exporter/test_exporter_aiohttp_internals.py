@@ -5,7 +5,8 @@ loudly, not in a pod.
 `_messages` (read with `getattr` and a default: gone, every connection would look idle, closed to make room even in
 the middle of its answer, and a stop would not wait for answers in flight); `exporter.app._CappedSite` starts its
 own listening server in place of `SockSite.start`'s, through `BaseSite.start` and the site's `_server`,
-`_ssl_context` and `_backlog`.
+and `_backlog` (over TLS its connections are upgraded by `exporter.tls_handshakes`, not by the site's
+`_ssl_context`).
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ async def test_a_capped_site_has_the_sockets_parts_it_starts_its_server_with() -
     listening = socket.create_server(("127.0.0.1", 0))
     try:
         assert runner.server is not None
-        site = _CappedSite(runner, listening, ConnectionCap(runner.server, ConnectionCounts()), ssl_context=None)
-        parts = {name: hasattr(site, name) for name in ("_server", "_ssl_context", "_backlog")}
+        site = _CappedSite(runner, listening, ConnectionCap(runner.server, ConnectionCounts()))
+        parts = {name: hasattr(site, name) for name in ("_server", "_backlog")}
         assert all(parts.values()), f"aiohttp's SockSite lost parts exporter.app._CappedSite uses: {parts}"
         await site.start()
         assert isinstance(site._server, asyncio.AbstractServer)
