@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from autoscaler.actuation.bridge import ReplicaBridge
+from autoscaler.actuation.bridge_runtime_watch import serving_runtime_watches
 from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.actuation.cluster_pods import ClusterPods
 from autoscaler.actuation.deletion_cost import DeletionCostWriter
@@ -82,6 +83,10 @@ class DeletionCostActuator:
             for watch in watches:
                 self.tasks.append(asyncio.create_task(watch.run(), name=f"runtimescale-watch-{watch.scope or 'all'}"))
             self.refresher.scale_asks = RuntimeScaleAsks(watches)
+            # ServingRuntimes set behind the bridge's back are set back at once, not at the next full pass.
+            for runtimes in serving_runtime_watches(self.kube, self.bridge.scopes, self.bridge.runtime_changed):
+                self.tasks.append(asyncio.create_task(
+                    runtimes.run(), name=f"servingruntime-watch-{runtimes.scope or 'all'}"))
         if self.elector is not None:
             self.metrics.set_leader(False)  # a replica waiting for the Lease says so: the series of no replica
             self.tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))  # is 1 => NoLeader

@@ -9,7 +9,10 @@ reverted at once; its webhook rejects unknown autoscaler classes and class `hpa`
 How (`ReplicaBridge`, this module: when and which): each RuntimeScale is reconciled against its ServingRuntime and
 Deployment, writing only what differs (`bridge_reconcile`: what happens to one RuntimeScale, what it reads and
 writes, and why). A RuntimeScale that changes (`RuntimeScaleWatch` hands it over: the HPA's write) is reconciled
-alone at once, reading its two objects: the write reaches the runtime within a round trip at any fleet size. Every
+alone at once, reading its two objects: the write reaches the runtime within a round trip at any fleet size. So is
+the owner of a ServingRuntime set behind the bridge's back (`ServingRuntimeWatch` hands the runtime over,
+`runtime_changed`), through the same queue: a `kubectl apply` of replicas 2 while the HPA asks 6 is set back at
+once, not at the next full pass (the Deployment ran at 2 until then). Every
 `resync_interval_s` (Deployment replicas change without touching the RuntimeScale), after a relist and when a retry
 falls due (looked at after every wake-up: a wait for the watch that never times out, HPAs writing during every pass,
 held them back for good), a full pass reconciles them all from three lists a namespace (RuntimeScales,
@@ -46,7 +49,7 @@ from autoscaler.actuation.bridge_memory import ScaleMemory, generation, older_ge
 from autoscaler.actuation.bridge_owners import RuntimeOwners, ScaleId
 from autoscaler.actuation.bridge_reconcile import Listed, NotLeading, Objects, ReconcileClient, RuntimeScaleReconciler
 from autoscaler.actuation.bridge_retries import RetrySchedule
-from autoscaler.actuation.bridge_status import RUNTIME_SCALES, SERVING_RUNTIMES
+from autoscaler.actuation.bridge_status import RUNTIME_SCALES, SERVING_RUNTIMES, autoscaler_class, replicas_of
 from autoscaler.actuation.bridge_watch import crd_missing
 from autoscaler.kube.backoff import ServerThrottle
 from autoscaler.kube.client import CustomResource
@@ -123,6 +126,9 @@ class ReplicaBridge:
         self._wake = asyncio.Event()
         self._full = True  # a full pass is due (first run, a relist, leadership)
         self._changed: dict[ScaleId, JSON] = {}  # RuntimeScales the watch saw change since the last pass
+        # Those of `_changed` handed over because their ServingRuntime was set behind the bridge's back
+        # (`runtime_changed`): reconciled even where the RuntimeScale itself brings nothing new.
+        self._drifted: set[ScaleId] = set()
         self._memory: dict[ScaleId, ScaleMemory] = {}  # what each RuntimeScale's last reconciles left
         # Which RuntimeScale owns each ServingRuntime (one per runtime, the oldest): from each full pass's list of
         # a scope, kept current by the watch's hand-overs; deletions come with a full pass (the watch wakes one).
@@ -148,6 +154,33 @@ class ReplicaBridge:
             self._full = True
         else:
             self._changed[object_key(scale)] = scale
+        self._wake.set()
+
+    def runtime_changed(self, runtime: JSON) -> None:
+        """A ServingRuntime the watch saw listed, added or changed (`bridge_runtime_watch`): where its
+        spec.replicas differ from what its RuntimeScale's last reconcile carried (a `kubectl apply` of a manifest
+        with other replicas, a `kubectl edit`, the runtime deleted and created again), that RuntimeScale is
+        handed over as an HPA's write is, through the same queue (so a retry held, the server's Retry-After and a
+        full pass's turns hold it too), and reconciled at once: it reads the runtime and sets it back. Waiting
+        for the full pass left the Deployment at the edited size for up to the resync.
+
+        The bridge's own writes come back here too, at the value it carried (`ScaleMemory.asked`, noted before
+        the write): they start nothing. So does a runtime no RuntimeScale of this leader has carried to yet (the
+        full pass does), one with `serving.kserve.io/autoscalerClass`, and anything while not leading. A late
+        event of an older write of its own (asks in quick succession) is handed over, reads the runtime at the
+        newer value and writes nothing."""
+        if not self._may_write():
+            return
+        owner = self._owners.owner(object_key(runtime))
+        memory = None if owner is None else self._memory.get(owner)
+        if (owner is None or memory is None or memory.asked is None or memory.scale is None
+                or memory.asked[0] != object_key(runtime)[1] or autoscaler_class(runtime) is not None
+                or replicas_of(runtime) == memory.asked[1]):
+            return
+        waiting = self._changed.get(owner)
+        if waiting is None or older_generation(generation(waiting), generation(memory.scale)):
+            self._changed[owner] = memory.scale
+        self._drifted.add(owner)
         self._wake.set()
 
     async def run(self) -> None:
@@ -206,6 +239,9 @@ class ReplicaBridge:
         changed, self._changed = self._changed, {}
         todo: dict[ScaleId, JSON] = {}
         for key, scale in changed.items():
+            if key in self._drifted:  # its runtime was set behind our back: reconciled whatever the spec
+                todo[key] = self._drifted_ask(key, scale, listed)
+                continue
             version = (scale.get("metadata") or {}).get("resourceVersion")
             memory = self._memory.get(key)
             if (version is not None and memory is not None and version == memory.written
@@ -217,6 +253,17 @@ class ReplicaBridge:
                 continue  # a late event: the pass has a newer spec listed
             todo[key] = scale
         return todo
+
+    def _drifted_ask(self, key: ScaleId, waiting: JSON, listed: dict[ScaleId, JSON]) -> JSON:
+        """The newest spec known of RuntimeScale `key`, whose runtime was set behind the bridge's back: the one
+        waiting, the one last reconciled, or the running pass's listed one, whichever is newest (an older one
+        would set the runtime back to an ask already replaced)."""
+        newest = waiting
+        memory = self._memory.get(key)
+        for other in (None if memory is None else memory.scale, listed.get(key)):
+            if other is not None and older_generation(generation(newest), generation(other)):
+                newest = other
+        return newest
 
     async def _reconcile_changed(self, todo: dict[ScaleId, JSON], done: dict[ScaleId, JSON],
                                  budget: int | None = None) -> int:
@@ -239,6 +286,7 @@ class ReplicaBridge:
                     continue
                 tried += 1
                 done[key] = scale
+                self._drifted.discard(key)  # reconciled now: it reads the runtime as it is
                 if not self._covers(key[0]):
                     try:
                         await self._cover(key[0])
@@ -315,6 +363,7 @@ class ReplicaBridge:
     async def _sync(self) -> int:
         self._full = False
         self._changed.clear()  # this pass reads them all; a change from now on is handed over again
+        self._drifted.clear()
         if not self._may_write():
             self._retries.clear()
             for key in list(self._memory):
@@ -401,7 +450,8 @@ class ReplicaBridge:
         if (waiting is None or not older_generation(generation(listed), generation(waiting))
                 or _runtime_named(waiting) != _runtime_named(listed)):
             return listed
-        del self._changed[key]
+        if key not in self._drifted:  # a drifted runtime may have been set after the pass listed it: kept, its
+            del self._changed[key]  # hand-over reads it anew
         return waiting
 
     async def _list_targets(self, scope: str | None) -> Listed:
@@ -428,6 +478,7 @@ class ReplicaBridge:
 
     def _forget(self, key: ScaleId) -> None:
         self._memory.pop(key, None)
+        self._drifted.discard(key)
         if self._metrics is not None:
             self._metrics.forget_runtime_scale(*key)
 

@@ -44,6 +44,14 @@ class ScaleMemory:
     """The uid of the ServingRuntime object `carried` was seen on: one found under that name with another uid was
     deleted and created again (its manifest applied anew), a new object with its own spec.replicas, not a hand
     edit of the one carried to."""
+    asked: tuple[str, int] | None = None
+    """The ServingRuntime and spec.replicas its last reconcile set out to carry (before the write, which the
+    watch may hand back before it is answered): a ServingRuntime event at another value is someone else's
+    (`ReplicaBridge.runtime_changed`), one at this value is the bridge's own write coming back, which starts
+    nothing. None where it asks for nothing (no spec.replicas) or carries nothing (a duplicate)."""
+    scale: dict[str, Any] | None = None
+    """The RuntimeScale as its last reconcile carried it: what a ServingRuntime set behind the bridge's back is
+    set back to, handed over as the RuntimeScale watch hands an HPA's write."""
     reason: str | None = None
     """Its `Ready` reason as last written: a change is logged (`bridge_news.ReasonChanges`)."""
     set_back: tuple[int | None, float] | None = None
@@ -66,7 +74,7 @@ class ScaleMemory:
     def forget_carried(self) -> None:
         """It is now a duplicate of the runtime's owner: what it carried is not what the runtime holds, and the
         owner warns about the runtime's annotations."""
-        self.carried = self.carried_uid = self.set_back = None
+        self.carried = self.carried_uid = self.set_back = self.asked = self.scale = None
         self.misplaced = ()
 
     def set_back_level(self, found: int | None, now: float) -> int:

@@ -172,6 +172,8 @@ class RuntimeScaleReconciler:
                 scale, writes = await self._adopt(key, scale, adopted)
                 wanted = replicas_of(scale)
         memory.note_reconciled(scale)
+        memory.scale = scale
+        memory.asked = None if wanted is None else (runtime_name, wanted)
         found = replicas_of(runtime)
         if wanted is not None and found != wanted:
             try:

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscaler.actuation.bridge import BridgeSettings, ReplicaBridge
+from autoscaler.actuation.bridge_runtime_watch import ServingRuntimeWatch
 from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.kube.client import KubeClient
 from tests.fakes.kube import JSON, FakeKubeApi
@@ -134,27 +135,31 @@ def test_an_older_listed_or_handed_over_replicas_never_overwrites_a_newer_one(
 
 
 class PlayedWatch:
-    """The RuntimeScale watch played by the test: every change the API server made since `start`, handed to the
-    bridge one by one in order, when the test says."""
+    """The RuntimeScale watch (or, with `resource="servingruntimes"`, the ServingRuntime watch) played by the
+    test: every change the API server made since `start`, handed to the bridge one by one in order, when the test
+    says."""
 
-    def __init__(self, kube: FakeKubeApi, bridge: ReplicaBridge) -> None:
-        self._kube, self._bridge = kube, bridge
+    def __init__(self, kube: FakeKubeApi, bridge: ReplicaBridge, resource: str = "runtimescales") -> None:
+        self._kube, self._bridge, self._resource = kube, bridge, resource
+        self._hand = bridge.wake if resource == "runtimescales" else bridge.runtime_changed
         self._seen = int(kube.resource_version)
 
     def _unseen(self) -> list[JSON]:
-        return self._kube.changes("runtimescales", self._seen)
+        return self._kube.changes(self._resource, self._seen)
 
-    def hand_over_one(self) -> None:
-        """The oldest change not handed over yet, if any."""
+    def hand_over_one(self) -> JSON | None:
+        """The oldest change not handed over yet, if any; returns it."""
         if unseen := self._unseen():
             self._seen = int(unseen[0]["metadata"]["resourceVersion"])
-            self._bridge.wake(unseen[0])
+            self._hand(unseen[0])
+            return unseen[0]
+        return None
 
     def hand_over_all(self) -> None:
         """Every change not handed over yet, in order, without waiting for the bridge."""
-        for scale in self._unseen():
-            self._seen = int(scale["metadata"]["resourceVersion"])
-            self._bridge.wake(scale)
+        for obj in self._unseen():
+            self._seen = int(obj["metadata"]["resourceVersion"])
+            self._hand(obj)
 
     async def catch_up(self) -> None:
         """Hand every change over and let the bridge reconcile them, until its own writes bring nothing new."""
@@ -297,10 +302,12 @@ async def test_hpa_writes_that_never_stop_do_not_hold_the_resync_back(
 @contextlib.asynccontextmanager
 async def running(kube: FakeKubeApi, kube_client: KubeClient, bridge: ReplicaBridge,
                   runtimes: int) -> AsyncIterator[None]:
-    """The bridge run by its watch, as in the adapter, until every runtime is at the fleet's 3 replicas."""
-    tasks = [asyncio.create_task(RuntimeScaleWatch(kube_client, NS, bridge.wake).run())]
+    """The bridge run by its watches, as in the adapter, until every runtime is at the fleet's 3 replicas."""
+    tasks = [asyncio.create_task(RuntimeScaleWatch(kube_client, NS, bridge.wake).run()),
+             asyncio.create_task(ServingRuntimeWatch(kube_client, NS, bridge.runtime_changed).run())]
     try:
         await kube.wait_for_watches(1, "runtimescales")
+        await kube.wait_for_watches(1, "servingruntimes")
         tasks.append(asyncio.create_task(bridge.run()))
         await eventually(lambda: all(kube.serving_runtime_replicas(NS, rt(i)) == 3 for i in range(runtimes)))
         yield
