@@ -87,6 +87,7 @@ def policy_entry(result: PolicyResult, baseline: PolicyResult | None, unavoidabl
         "terms": dict(sorted(result.terms.items())),
         "load_waits_s": {"cold_loads": wait_summary(result.load_waits.cold),
                          "copies": wait_summary(result.load_waits.copies)},
+        "cold_loads_never_ran": never_ran(result),
         "wall_seconds": round(result.wall_s, 2),
     }
     if baseline is not None and baseline is not result:
@@ -103,6 +104,15 @@ def policy_entry(result: PolicyResult, baseline: PolicyResult | None, unavoidabl
                          "met": verdict.met,
                          "parts": {part.key: {"limit": part.limit, "met": part.met} for part in verdict.parts()}}
     return entry
+
+
+def never_ran(result: PolicyResult) -> dict[str, int]:
+    """Of `cold_loads`, those no loading thread took, by why: their copy evicted from a full cache first (the
+    model's next request loads it again, another cold load), their pod removed first (its pre-shutdown copies the
+    model elsewhere, a move, not another cold load), or still queued when the trace ended. With `load_waits_s`'s
+    cold loads, every cold load once."""
+    waits = result.load_waits
+    return {"evicted": waits.cold_evicted, "pod_removed": waits.cold_pod_removed, "queued_at_end": waits.cold_queued}
 
 
 def wait_summary(waits: Sequence[float]) -> dict[str, Any]:
@@ -274,7 +284,7 @@ def markdown(report: Mapping[str, Any]) -> str:
             lines.append(f"  - {p['refused_requests']} requests failed (of the delayed): every pod's cache full "
                          f"with copies used within the last {churn:g} s, each refused the model's load, as "
                          f"ModelMesh answers \"Cache churn threshold exceeded\"")
-        if waits := waits_text(p.get("load_waits_s"), cluster.get("load_concurrency", 1)):
+        if waits := waits_text(p, cluster.get("load_concurrency", 1)):
             lines.append(f"  - {waits}")
         if p["terms"]:
             terms = ", ".join(f"{k} {v}" for k, v in sorted(p["terms"].items(), key=lambda kv: -kv[1]))
@@ -282,15 +292,39 @@ def markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def waits_text(waits: Mapping[str, Mapping[str, Any]] | None, threads: int) -> str | None:
-    """The loads' waits for a loading thread in words (None: no load ran)."""
+NEVER_RAN_WORDS: Final = {"evicted": "evicted from a full cache before their turn",
+                          "pod_removed": "on a pod a scale-down removed before their turn",
+                          "queued_at_end": "still queued when the trace ended"}
+"""Why a cold load never got a loading thread, in the waits line's words (report.json's `cold_loads_never_ran`)."""
+
+
+def waits_text(policy: Mapping[str, Any], threads: int) -> str | None:
+    """The loads' waits for a loading thread in words (None: no load was asked for). The cold loads' part says
+    which of the table's cold loads it counts where a thread never took some (`cold_loads_never_ran`): "11761 cold
+    loads" under a table of 13,290 read as two counts of one thing."""
+    waits = policy.get("load_waits_s")
     if not waits:
         return None
-    parts = [f"{w['loads']} {what}: mean {w['mean']:g} s, p95 {w['p95']:g} s, longest {w['max']:g} s"
-             for what, w in (("cold loads", waits["cold_loads"]), ("copies", waits["copies"])) if w["loads"]]
+    cold, copies = waits["cold_loads"], waits["copies"]
+    unrun = {why: n for why, n in policy.get("cold_loads_never_ran", {}).items() if n}
+    parts = []
+    if cold["loads"] or unrun:
+        counted = f"{cold['loads']} cold loads"
+        if unrun:
+            whys = ", ".join(f"{n} {NEVER_RAN_WORDS[why]}" for why, n in unrun.items())
+            counted = (f"{cold['loads']} of the {policy['cold_loads']} cold loads ({sum(unrun.values())} never got "
+                       f"one: {whys})")
+        parts.append(counted + (f": {timings(cold)}" if cold["loads"] else ""))
+    if copies["loads"]:
+        parts.append(f"{copies['loads']} copies: {timings(copies)}")
     if not parts:
         return None
     return f"waited for a loading thread ({threads} a pod): " + "; ".join(parts)
+
+
+def timings(waits: Mapping[str, Any]) -> str:
+    """A `wait_summary` in words: "mean 5 s, p95 10 s, longest 10 s"."""
+    return f"mean {waits['mean']:g} s, p95 {waits['p95']:g} s, longest {waits['max']:g} s"
 
 
 CACHE_SIZED = 1.5
