@@ -26,6 +26,10 @@ FULL_SHARE: Final = 0.5
 
 MOST_DELAYS: Final = 0.5
 """From this share of the policy's delays in its stuck stretches, the note says its ratios measure against them."""
+NONE_OF_THE_DELAYS: Final = 0.005
+"""Below this share (said "0%") the stretches are none of what the ratios divide by, and the words leave the note
+out: a reviewer's day read a paragraph on what the ratios measure against, ending "0% of mean-hpa's delayed
+requests came then". report.json keeps it, with its share."""
 
 WHY: Final = ("an HPA on mean utilization counts an idle pod like any other, and ModelMesh placed no copy of the "
               "queued models on it (a model's requests go only to pods that hold it), so the pod it added served "
@@ -88,9 +92,10 @@ def stuck_note(timeline: Timeline, max_replicas: int, target: float, duration_s:
 
 
 def stuck_text(report: Mapping[str, Any], policy: str) -> str | None:
-    """The note in words, for the printed notes and report.md (None where `policy` was never stuck)."""
+    """The note in words, for the printed notes and report.md (None where `policy` was never stuck, or its stuck
+    stretches carried none of its delays)."""
     note = report["policies"].get(policy, {}).get("stuck_below_target")
-    if note is None:
+    if note is None or note["delayed_share"] < NONE_OF_THE_DELAYS:
         return None
     longest = note["longest"]
     # The trace's own times, as the other notes say them: hours from its start to three digits read "from 101 h
