@@ -319,7 +319,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # numpy and matplotlib come with the `simulate` extra; the adapter's own commands never import them.
     from autoscaler.simulation.cluster import ClusterShape
     from autoscaler.simulation.engine import oracle
-    from autoscaler.simulation.report import build_report, plot_timeline
+    from autoscaler.simulation.report import build_report, plot_timeline, timeline_title
     from autoscaler.simulation.trace import buckets
 
     _synthetic_only(args)
@@ -359,7 +359,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     report = build_report(_run_info(args, trace, source, shape, best, fixed, maximum, warnings), results)
     rates = trace.rate_per_interval()
     _write(args.out, report, None if args.no_plot else lambda path: plot_timeline(
-        path, trace.interval_s, rates.tolist(), results))
+        path, trace.interval_s, rates.tolist(), results, timeline_title(report)))
     return report
 
 

@@ -245,17 +245,32 @@ def part_text(key: str, ratio: float | None, part: Mapping[str, Any], policy: Ma
     return f"{LABELS[key]} {ratio_text(ratio)} (at most {part['limit']:g}x{why}: {verdict})"
 
 
+def trace_text(trace: Mapping[str, Any]) -> str:
+    """The trace as report.md's first line and timeline.png's title give it."""
+    return (f"{trace['source']}: {trace['models']} models, {hours_text(trace['hours'])} h in "
+            f"{trace['interval_s']:g} s intervals, {trace['requests']} requests")
+
+
+def cluster_text(cluster: Mapping[str, Any]) -> str:
+    """The cluster's shape as report.md's first line and timeline.png's title give it."""
+    return (f"{cluster['pod_rps']:g} req/s per pod, {cluster['cache_models']} model copies per pod, load "
+            f"{cluster['load_time_s']:g} s ({cluster.get('load_concurrency', 1)} at a time), start-up "
+            f"{cluster['startup_delay_s']:g} s, replicas {cluster['min_replicas']}..{cluster['max_replicas']}, "
+            f"queueing SLO {cluster['slo_queue_ms']:g} ms")
+
+
+def timeline_title(report: Mapping[str, Any]) -> str:
+    """timeline.png's title: which trace on which cluster, as report.md says them (a PNG passed around alone
+    said neither)."""
+    return f"{trace_text(report['trace'])}\n{cluster_text(report['cluster'])}"
+
+
 def markdown(report: Mapping[str, Any]) -> str:
     trace, cluster = report["trace"], report["cluster"]
     lines = [
         "# Simulation report",
         "",
-        f"Trace: {trace['source']}: {trace['models']} models, {hours_text(trace['hours'])} h in "
-        f"{trace['interval_s']:g} s intervals, {trace['requests']} requests. Cluster: {cluster['pod_rps']:g} req/s "
-        f"per pod, {cluster['cache_models']} model copies per pod, load {cluster['load_time_s']:g} s "
-        f"({cluster.get('load_concurrency', 1)} at a time), start-up "
-        f"{cluster['startup_delay_s']:g} s, replicas {cluster['min_replicas']}..{cluster['max_replicas']}, "
-        f"queueing SLO {cluster['slo_queue_ms']:g} ms.",
+        f"Trace: {trace_text(trace)}. Cluster: {cluster_text(cluster)}.",
         "",
         f"Oracle pod-hours: {hours_text(report['oracle_pod_hours'])} (every pod at full capacity); with the "
         f"cache: {hours_text(report['cache_oracle_pod_hours'])}. Cold loads no policy avoids (models first "
@@ -428,19 +443,34 @@ def load_steps(interval_s: float, load_rps: Sequence[float]) -> tuple[list[float
 COLORS: Final = {"fixed": "tab:blue", "fixed-max": "tab:orange", "mean-hpa": "tab:green", "skew-aware": "tab:red"}
 """Each policy's colour in every panel, whichever policies a run has (--policies)."""
 OTHER_COLORS: Final = ("tab:purple", "tab:brown", "tab:pink", "tab:olive")
-WIDTHS: Final = (6.4, 4.6, 3.2, 1.2)
-"""Line widths in the order policies are drawn, widest first: a line drawn over an equal one is narrower, so
-each shows a band of its colour (fixed was hidden under skew-aware, and the cold-loads panel, equal for all four,
-showed only skew-aware's)."""
-STYLES: Final = ("-", "--", "-.", "-")
-"""The last drawn solid: thinnest, dotted it was hard to find."""
+REFERENCES: Final = ("fixed", "fixed-max")
+"""The policies drawn for reference: thin and dashed, over the others. Drawn first and widest, fixed's and
+fixed-max's lines at 0 hid the autoscaled policies' few delays and cold loads under a band 6 points high."""
+WIDTHS: Final = (3.6, 1.8, 1.0)
+"""Line widths of the autoscaled policies in the order drawn, widest first: a line drawn over an equal one is
+narrower, so each shows a band of its colour (fixed was hidden under skew-aware, and the cold-loads panel, equal
+for all four, showed only skew-aware's)."""
+REFERENCE_STYLES: Final = ((1.8, (0, (3, 5))), (1.8, (4, (3, 5))))
+"""Width and dash pattern of the reference policies, drawn over the others in that order: short dashes, the
+second's in the first's gaps, so where all are equal each shows, and half of what lies under them shows between."""
 
 
-def policy_style(index: int, name: str) -> dict[str, Any]:
-    """How the `index`th policy drawn is drawn: its colour, a width that shows it under the lines drawn after
-    it, and a line style of its own."""
-    return {"color": COLORS.get(name, OTHER_COLORS[index % len(OTHER_COLORS)]),
-            "linewidth": WIDTHS[min(index, len(WIDTHS) - 1)], "linestyle": STYLES[index % len(STYLES)]}
+def policy_style(index: int, name: str, reference: bool = False) -> dict[str, Any]:
+    """How the `index`th policy drawn of its group (autoscaled, or `reference`) is drawn: its colour, a width that
+    shows it under the lines drawn after it, and a line style (solid; reference lines dashed, above the others)."""
+    color = COLORS.get(name, OTHER_COLORS[index % len(OTHER_COLORS)])
+    if reference:
+        width, style = REFERENCE_STYLES[min(index, len(REFERENCE_STYLES) - 1)]
+        return {"color": color, "linewidth": width, "linestyle": style, "zorder": 3}
+    return {"color": color, "linewidth": WIDTHS[min(index, len(WIDTHS) - 1)], "linestyle": "-", "zorder": 2}
+
+
+def drawing_order(results: Sequence[PolicyResult]) -> list[tuple[PolicyResult, dict[str, Any]]]:
+    """Each policy with its style, in the order drawn: the autoscaled ones, then the references over them."""
+    lead = [r for r in results if r.name not in REFERENCES]
+    references = [r for r in results if r.name in REFERENCES]
+    return ([(r, policy_style(i, r.name)) for i, r in enumerate(lead)]
+            + [(r, policy_style(i, r.name, reference=True)) for i, r in enumerate(references)])
 
 
 def point_seconds(t_s: Sequence[float], group: int, interval_s: float) -> float:
@@ -449,9 +479,11 @@ def point_seconds(t_s: Sequence[float], group: int, interval_s: float) -> float:
     return step * group
 
 
-def timeline_figure(interval_s: float, load_rps: Sequence[float], results: Sequence[PolicyResult]) -> Figure:
+def timeline_figure(interval_s: float, load_rps: Sequence[float], results: Sequence[PolicyResult],
+                    title: str = "") -> Figure:
     """Load, replicas per policy, delayed requests and cold loads over time, in four panels, each policy
-    visible where it equals another, whole-number ticks on the counts and each axis with its unit."""
+    visible where it equals another, whole-number ticks on the counts, each axis with its unit, one legend
+    for the three policy panels, and `title` (the trace and the cluster: `timeline_title`) above them."""
     import logging
 
     import matplotlib
@@ -467,14 +499,14 @@ def timeline_figure(interval_s: float, load_rps: Sequence[float], results: Seque
     axes[0].step(hours, rates, where="post", color="black", linewidth=0.8, marker=dots, markersize=3)
     axes[0].set_ylabel("load (requests/s)")
     seconds = interval_s
-    for index, result in enumerate(results):
+    drawn: dict[str, Any] = {}
+    for result, style in drawing_order(results):
         tl = result.timeline
         group = max(1, len(tl.t_s) // 600)
         seconds = point_seconds(tl.t_s, group, interval_s)
         t = [x / 3600.0 for x in tl.t_s[::group]]
-        style = policy_style(index, result.name) | {"marker": "o" if len(t) < FEW_POINTS else None,
-                                                     "markersize": 3, "label": result.name}
-        axes[1].step(t, _downsample(tl.replicas, group, "max"), where="post", **style)
+        style |= {"marker": "o" if len(t) < FEW_POINTS else None, "markersize": 3, "label": result.name}
+        [drawn[result.name]] = axes[1].step(t, _downsample(tl.replicas, group, "max"), where="post", **style)
         axes[2].plot(t, _downsample(tl.delayed, group, "sum"), **style)
         axes[3].plot(t, _downsample(tl.cold_loads, group, "sum"), **style)
     if hours:
@@ -488,17 +520,21 @@ def timeline_figure(interval_s: float, load_rps: Sequence[float], results: Seque
         low, high = ax.get_ylim()
         if high - low < 2:  # an axis of one count held no two whole numbers, and its ticks read 2.84, 2.88, ...
             ax.set_ylim(low, low + 2)
-        if results:
-            ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize="small")  # beside, never over, lines
+    if results:  # once for the three panels (it was beside each), beside them, never over lines; in --policies order
+        names = [r.name for r in results]
+        fig.legend([drawn[name] for name in names], names, loc="outside right upper", fontsize="small")
+    if title:
+        fig.suptitle(title, fontsize="medium")
     for ax in axes:
         ax.grid(alpha=0.3)
     return fig
 
 
-def plot_timeline(path: Path, interval_s: float, load_rps: Sequence[float], results: Sequence[PolicyResult]) -> None:
+def plot_timeline(path: Path, interval_s: float, load_rps: Sequence[float], results: Sequence[PolicyResult],
+                  title: str = "") -> None:
     """`timeline_figure` written to `path` (its suffix picks the format)."""
     import matplotlib.pyplot as plt
 
-    fig = timeline_figure(interval_s, load_rps, results)
+    fig = timeline_figure(interval_s, load_rps, results, title)
     fig.savefig(path, dpi=90)
     plt.close(fig)

@@ -23,7 +23,7 @@ from autoscaler.simulation.engine import simulate
 from autoscaler.simulation.figures import hours_column
 from autoscaler.simulation.goal import judge
 from autoscaler.simulation.policies import FixedPolicy
-from autoscaler.simulation.report import COLORS, Counted, goal_text, timeline_figure
+from autoscaler.simulation.report import COLORS, Counted, goal_text, timeline_figure, timeline_title
 from autoscaler.simulation.trace import buckets, synthetic
 from tests.simulation.runs import SIMULATE
 
@@ -182,8 +182,28 @@ def test_the_count_panels_tick_whole_numbers_and_say_per_what_interval() -> None
     for axis in (replicas, delayed, cold):
         labels = [tick.get_text().replace("\N{MINUS SIGN}", "-") for tick in axis.get_yticklabels()]
         assert labels and all(re.fullmatch(r"-?\d+", text) for text in labels), labels
-        legend = axis.get_legend()
-        assert legend is not None and [t.get_text() for t in legend.get_texts()] == ["fixed", "fixed-max"]
+    [legend] = figure.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["fixed", "fixed-max"]
+
+
+def test_the_timeline_names_its_trace_and_cluster_and_its_policies_once(run: Run) -> None:
+    # A reviewer: timeline.png had no title or trace name, and the same legend beside three panels. The figure
+    # `simulate` draws is titled with the trace and the cluster as report.md's first line gives them, and one
+    # legend names each policy once.
+    shape = ClusterShape(pod_rps=20.0, cache_models=4, load_time_s=10.0, startup_delay_s=30.0)
+    trace = synthetic(models=12, hours=0.5, mean_rps=30.0, shape="churn", seed=3)
+    length, parts = buckets(trace, 5.0)
+    results = [simulate(parts, length, 5.0, shape, FixedPolicy(3, name), 3) for name in ("fixed", "mean-hpa")]
+    figure = timeline_figure(trace.interval_s, trace.rate_per_interval().tolist(), results,
+                             title=timeline_title(run.report))
+    title = figure.get_suptitle()
+    trace_said, cluster = run.report["trace"], run.report["cluster"]
+    assert title.startswith(f"{trace_said['source']}: {trace_said['models']} models, ")
+    assert f"{cluster['pod_rps']:g} req/s per pod" in title and f"{cluster['cache_models']} model copies" in title
+    assert f"replicas {cluster['min_replicas']}..{cluster['max_replicas']}" in title
+    assert not any(axis.get_legend() for axis in figure.axes)
+    [legend] = figure.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["fixed", "mean-hpa"]
 
 
 def test_the_verdict_says_when_mean_hpa_failed_the_requests_its_ratios_measure_against() -> None:
