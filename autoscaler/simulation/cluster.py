@@ -224,7 +224,10 @@ class Cluster:
         elsewhere is served by those. Placed at once, each copy fills its pod's cache for the placements after
         it, as ModelMesh's cache entry does from the load's start.
 
-        Simplification: the leaving pod's other loads under way stop with it."""
+        Simplification: the leaving pod's other loads under way stop with it. A cold load among them (its model
+        in the leaving cache from the load's start) stays one cold load: its model is copied here as any other, a
+        move, not a second cold load; only a model no pod takes is loaded cold again by its next request
+        (`cold_loads_after_removal`). The loads no thread took are counted apart (loading.LoadWaits)."""
         ready = self.ready_pods()
         capacity = self.shape.cache_models
         copies = self.copies
