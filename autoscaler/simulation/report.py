@@ -505,7 +505,10 @@ def timeline_figure(interval_s: float, load_rps: Sequence[float], results: Seque
         group = max(1, len(tl.t_s) // 600)
         seconds = point_seconds(tl.t_s, group, interval_s)
         t = [x / 3600.0 for x in tl.t_s[::group]]
-        style |= {"marker": "o" if len(t) < FEW_POINTS else None, "markersize": 3, "label": result.name}
+        if len(t) < FEW_POINTS:  # the references' points as rings around the others': the same point shows both
+            ring = style["zorder"] > 2
+            style |= {"marker": "o", "markersize": 7 if ring else 3} | ({"markerfacecolor": "none"} if ring else {})
+        style["label"] = result.name
         [drawn[result.name]] = axes[1].step(t, _downsample(tl.replicas, group, "max"), where="post", **style)
         axes[2].plot(t, _downsample(tl.delayed, group, "sum"), **style)
         axes[3].plot(t, _downsample(tl.cold_loads, group, "sum"), **style)
