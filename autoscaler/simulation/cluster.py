@@ -361,6 +361,7 @@ class Cluster:
             for ready in self.ready_pods():
                 ready.counted = {m: r * RATE_CHECK_S for m, r in ready.shares.items()}
                 ready.counted_all = ready.rate * RATE_CHECK_S
+                ready.young.clear()  # copies that have served a while: each has a measure of its bandwidth
             self._last_check = now - RATE_CHECK_S
             self._rate_check(now)
             loaded = copies.finish(math.inf, self.pods)  # the copies it started, loaded at once (not counted)

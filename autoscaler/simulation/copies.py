@@ -23,11 +23,13 @@ from autoscaler.simulation.rate_check import (
     copies_to_load,
     copy_threshold,
     excluded,
+    fair_level,
     heavy_mark,
     loaded_since,
     quiet_count,
     recent_load_cutoff,
     threshold,
+    young_copies,
 )
 
 
@@ -59,6 +61,7 @@ class ModelCopies:
             pod.loading.cancel(evicted, now)  # a copy evicted while it loads stops its load
             self.load_start[evicted].pop(pod.name, None)
             pod.heavy.pop(evicted, None)
+            pod.young.pop(evicted, None)
             holders = self.holders[evicted]
             holders.remove(pod)
             if not holders:
@@ -67,6 +70,7 @@ class ModelCopies:
             self.unloaded(evicted, now)
         self.holders.setdefault(model, []).append(pod)
         self.load_start.setdefault(model, {}).setdefault(pod.name, now)  # a copy load began when asked for
+        pod.young[model] = 0.0  # a new cache entry: no request completed on it yet
         if used is None:
             cache[model] = now
             return
@@ -100,6 +104,7 @@ class ModelCopies:
         del pod.cache[model]
         pod.loading.cancel(model, now)
         pod.heavy.pop(model, None)
+        pod.young.pop(model, None)
         self.load_start[model].pop(pod.name, None)
         self.holders[model].remove(pod)
         self.unloaded(model, now)
@@ -160,11 +165,15 @@ class ModelCopies:
             if pod.counted and pod.counting_s:  # shares changed since the last check: add the current ones up
                 flush_counts(pod)
             pod.counted_all = 0.0
+        mu = self.shape.pod_rps
+        if interval > 0.0:  # completions count whether or not the check goes on (`afterInvoke`, l.2738)
+            for pod in ready:
+                if pod.young and pod.shares:
+                    young_copies(pod.young, pod.shares, interval, min(1.0, mu / pod.rate) if pod.rate > mu else 1.0)
         if len(ready) < 2 or interval <= 0.0:  # l.5658: no other pod to copy to
             for pod in counted:
                 pod.counted, pod.counting_s = {}, 0.0
             return
-        mu = self.shape.pod_rps
         cutoff = recent_load_cutoff(now, interval, self.shape.load_time_s)
         rates = [(p.name, p.rate) for p in ready]
         # Per model, the pods whose copy began loading after the cutoff, found once per check: each of a hot
@@ -180,12 +189,13 @@ class ModelCopies:
                 continue
             total = sum(counts.values()) * factor / interval
             least = quiet_count(mu, total, interval) / factor
+            level = fair_level([value * factor / interval for value in counts.values()], mu) if total > mu else math.inf
             for model, value in counts.items():
                 if value <= least:  # neither heavy nor asking for a copy (most copies of a pod not saturated)
                     continue
                 count = value * factor
                 rate = count / interval
-                limit = copy_threshold(mu, rate, total, count)
+                limit = copy_threshold(mu, rate, total, pod.young.get(model, math.inf), level)
                 held = model in pod.cache  # a loaded copy here: `holders` has the pod
                 if held and rate > HEAVY_SHARE * limit:  # "if (rpm > heavyRpms) ce.setLastHeavyTime(now)" (l.5710)
                     pod.heavy[model] = now

@@ -45,13 +45,14 @@ loading now as loaded within 30 minutes, so neither goes); copies used at the sa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from autoscaler.simulation.copies import ModelCopies
 from autoscaler.simulation.placement import placement_key
 from autoscaler.simulation.pods import SimPod
-from autoscaler.simulation.rate_check import RATE_CHECK_S, copy_threshold
+from autoscaler.simulation.rate_check import RATE_CHECK_S, copy_threshold, fair_level
 
 JANITOR_PERIOD_S = 360.0
 """`LOCAL_JANITOR_FREQ_SECS` (ModelMesh.java, "tas.janitor_freq_secs", 6 * 60)."""
@@ -141,7 +142,9 @@ def _remove(pod: SimPod, model: int, used: float, ready: Sequence[SimPod], copie
     if heavy is not None and now - heavy < HEAVY_AGE_S:
         return False
     rate = pod.shares.get(model, 0.0)
-    limit = copy_threshold(copies.shape.pod_rps, rate, pod.rate, rate * RATE_CHECK_S)
+    mu = copies.shape.pod_rps
+    level = fair_level(pod.shares.values(), mu) if pod.rate > mu else math.inf
+    limit = copy_threshold(mu, rate, pod.rate, pod.young.get(model, math.inf), level)
     if rate > KEEP_SHARE * limit:
         return False
     return not (pod.rate > 0.0 and pod.backlog * rate / pod.rate > 1.0)  # more than one request queued for it

@@ -69,6 +69,9 @@ class SimPod:
     # Its loads under way and waiting for a loading thread (loading.py)
     loading: LoadingQueue = field(default_factory=lambda: loading_queue(ClusterShape()))
     heavy: dict[int, float] = field(default_factory=dict)  # model -> when the rate check last found its copy heavy
+    # Copies loaded here that have completed fewer than `rate_check.FEW_REQUESTS` requests since they loaded: model ->
+    # those requests. ModelMesh measures a copy's bandwidth only from its 8th (rate_check.py)
+    young: dict[int, float] = field(default_factory=dict)
     janitor_at: float = 0.0  # when the pod's janitor runs next (janitor.py)
 
 

@@ -12,9 +12,12 @@ arrival, before any queueing: l.2691) into a rate and:
   busy, shared between its copies as a GPU is: a request takes longer while other models' requests run, so a
   copy's measured bandwidth is what the pod has left for it, `pod_rps` less what the pod serves of the other
   models (`copy_threshold`). A copy alone on its pod asks for more at 90% of `pod_rps`; on a saturated pod
-  every copy with work queued is at its bandwidth and asks for one. Under 8 requests in the interval (and
-  no earlier measure) ModelMesh falls back to 2000 rpm (l.2779-2781), which keeps a model that sees a
-  request now and then from being copied off a busy pod;
+  every copy with work queued is at its bandwidth and asks for one. A copy that has completed fewer than 8
+  requests since it loaded has no measure yet and ModelMesh falls back to 2000 rpm (l.2779-2781): the
+  completions add up across checks until there are 64 (`young_copies`), so a model at 2 or 3 requests a check is
+  measured after four, and its copies on a saturated pod ask for more as a busy model's do (a simulator that
+  took each check's own count kept 500 such models on the pods that held them at the start, the pods added
+  beside them idle for 12 h);
 - skips when a copy of the model on another pod started loading within the last check interval, the one
   before, and twice the time a load is assumed to take (l.5764-5769, `loadedSince` l.5860): the rate measured
   does not yet show what that copy will take. `assumeCompletedAfterMillis` settles on the mean load time when
@@ -35,6 +38,7 @@ A copy still loading takes no requests while a loaded one exists (`ForwardingLB`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 
 RATE_CHECK_S = 10.0
@@ -42,7 +46,7 @@ RATE_CHECK_S = 10.0
 BANDWIDTH_SHARE = 0.9
 """The share of a copy's bandwidth its rate must reach (`getRpmScaleThreshold`, l.2792-2795)."""
 FEW_REQUESTS = 8
-"""Under this many requests in an interval the threshold is the 2000 rpm default (l.2779-2781)."""
+"""Under this many requests completed since the copy loaded the threshold is the 2000 rpm default (l.2779-2781)."""
 DEFAULT_RPS = 2000.0 / 60.0
 """`DEFAULT_SCALEUP_RPM` (l.240), per second."""
 EXCLUDE_FACTOR = 4.0
@@ -65,24 +69,72 @@ def heavy_mark(pod_rps: float) -> float:
     return HEAVY_SHARE * threshold(pod_rps)
 
 
-def copy_threshold(pod_rps: float, rate: float, pod_rate: float, count: float) -> float:
-    """The rate one copy must reach to ask for more: 90% of its bandwidth, what its pod serves less what it
-    serves of the pod's other models (`rate`: this copy's requests per second, `pod_rate`: all the pod's,
-    `count`: this copy's requests in the interval)."""
-    if count < FEW_REQUESTS:
+def copy_threshold(pod_rps: float, rate: float, pod_rate: float, completed: float, level: float) -> float:
+    """The rate one copy must reach to ask for more: 90% of its bandwidth (`rate`: this copy's requests per
+    second, `pod_rate`: all the pod's, `completed`: the requests this copy has completed since it loaded, inf
+    where that is `FEW_REQUESTS` or more: `young_copies`; `level`: the pod's `fair_level`).
+
+    On a pod with time to spare, what it has left for the copy: `pod_rps` less what the other models take. On a
+    saturated pod, the fair level: ModelMesh lets each copy `maxConc` requests into the model server at a time,
+    the others wait in the copy's own queue (`limiter` in `beforeInvoke`, l.2689-2712), and only the model
+    server's call is timed (l.4494-4531); so the pod's time goes round the copies with a request in flight and a
+    request takes as long as the busy copies make it, whatever its own model's rate. A copy's measured
+    bandwidth, max concurrency over that time (l.2738, l.2796), is then the level, and a copy under it asks for no
+    copy however saturated its pod: a model at 0.01 req/s does not measure a hundredth of a pod. (The simulated
+    pod still serves every copy's arrivals in the same proportion: `pods.serve`.)"""
+    if completed < FEW_REQUESTS:
         return DEFAULT_RPS
-    served = min(1.0, pod_rps / pod_rate) if pod_rate > 0.0 else 1.0  # the share of arrivals a pod serves
-    return BANDWIDTH_SHARE * max(0.0, pod_rps - (pod_rate - rate) * served)
+    if level < math.inf:
+        return BANDWIDTH_SHARE * level
+    return BANDWIDTH_SHARE * max(0.0, pod_rps - (pod_rate - rate))
+
+
+def fair_level(rates: Iterable[float], pod_rps: float) -> float:
+    """The rate each copy with more work than that gets when a pod's `pod_rps` go round its copies' `rates`
+    (max-min fair: a copy under the level is served whole, the others each get the level); inf where the pod
+    serves every request."""
+    ordered = sorted(rates)
+    left, count = pod_rps, len(ordered)
+    for index, rate in enumerate(ordered):
+        share = left / (count - index)
+        if rate >= share:
+            return share
+        left -= rate
+    return math.inf
+
+
+def young_copies(young: dict[int, float], shares: Mapping[int, float], seconds: float, served: float) -> None:
+    """Add to each young copy (`young`: model -> requests completed since it loaded, under `FEW_REQUESTS`) what
+    it completed in `seconds` at its share of its pod's arrivals (`shares`, req/s; `served`: the share of its
+    arrivals the pod serves), and drop those that reached `FEW_REQUESTS`: ModelMesh measures them from then on.
+
+    ModelMesh adds each completion to the copy's `countAndTimeSum` (`afterInvoke`, l.2738) and resets it only once
+    it holds 64, kept as `priorCount` (l.2769-2773); below 64 the check adds `priorCount` to what it holds
+    (l.2777-2784). The 2000 rpm fallback (l.2780-2781) so applies only to a copy with fewer than 8 completions
+    since it loaded, not to each check's own count: a model at 2 or 3 requests per check is measured after four.
+
+    Walks the smaller of the two (`young` can hold thousands of rarely used models, `shares` the pod's models in
+    use): this runs at every check on every pod."""
+    if len(shares) < len(young):
+        pairs = [(model, rate) for model, rate in shares.items() if model in young]
+    else:
+        pairs = [(model, shares[model]) for model in young if model in shares]
+    done = seconds * served
+    for model, rate in pairs:
+        completed = young[model] + rate * done
+        if completed >= FEW_REQUESTS:
+            del young[model]
+        else:
+            young[model] = completed
 
 
 def quiet_count(pod_rps: float, pod_rate: float, interval_s: float) -> float:
     """Requests in the interval at or under which a copy on a pod at `pod_rate` is neither heavy nor asks for
-    more: its rate r is heavy when r > 0.675 x (`pod_rps` - (`pod_rate` - r) x served), served the share of
-    arrivals the pod serves (`copy_threshold`), i.e. r > 0.675 a / (1 - 0.675 served), a = `pod_rps` -
-    `pod_rate` x served; a hair under that, so that a copy the rate check skips for it is one `copy_threshold`
-    also finds quiet. (A copy under `FEW_REQUESTS` has the 2000 rpm threshold, heavy over 25 req/s: not under 8
-    requests in the check's 10 s.) Without it every copy of a busy pod went through `copy_threshold` at every
-    check."""
+    more: on a pod with time to spare its rate r is heavy when r > 0.675 x (`pod_rps` - (`pod_rate` - r))
+    (`copy_threshold`), i.e. r > 0.675 a / (1 - 0.675), a = `pod_rps` - `pod_rate`; a hair under that, so that a
+    copy the rate check skips for it is one `copy_threshold` also finds quiet. (A young copy has the 2000 rpm
+    threshold, higher: quieter still.) None on a saturated pod, whose copies are judged against its fair level.
+    Without it every copy of a busy pod went through `copy_threshold` at every check."""
     served = min(1.0, pod_rps / pod_rate) if pod_rate > 0.0 else 1.0
     spare = pod_rps - pod_rate * served
     if spare <= 0.0 or interval_s < 1.0:
@@ -109,8 +161,10 @@ def excluded(pod_rates: Iterable[tuple[str, float]], own_pod: str, own_rate: flo
 
 def copies_to_load(rate: float, limit: float, candidates: int, pods: int) -> int:
     """How many copies one copy at `rate` asks for (0: none), given the pods that could take one and all the
-    pods: min(rate / threshold, candidates), at most max(2, a third of the pods) (l.5762, l.5791-5795)."""
-    if rate < limit or candidates <= 0:
+    pods: min(rate / threshold, candidates), at most max(2, a third of the pods) (l.5762, l.5791-5795). A threshold
+    of 0 (a copy whose pod has no time left for it: ModelMesh's `rpm / scaleUpRpms` then throws, and the check
+    goes on to the next model) asks for none."""
+    if rate < limit or limit <= 0.0 or candidates <= 0:
         return 0
     copies = min(int(rate // limit), candidates)
     if copies > 2:

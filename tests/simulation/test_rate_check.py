@@ -6,6 +6,8 @@ l.5619-5857). Numbers by hand.
 
 from __future__ import annotations
 
+import math
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,9 +16,11 @@ from autoscaler.simulation.rate_check import (
     copies_to_load,
     copy_threshold,
     excluded,
+    fair_level,
     loaded_since,
     recent_load_cutoff,
     threshold,
+    young_copies,
 )
 
 SHAPE = ClusterShape(pod_rps=20.0, cache_models=100, load_time_s=10.0)
@@ -48,13 +52,28 @@ def test_a_copy_under_the_threshold_asks_for_none_though_its_pod_is_busy() -> No
 
 
 def test_a_copys_bandwidth_is_what_its_pod_has_left_for_it() -> None:
-    # The threshold is 90% of the copy's measured bandwidth, max concurrency over the time a request takes
-    # (l.2766-2796); a request takes longer while the pod serves other models. 20 req/s pods:
-    assert copy_threshold(20.0, 30.0, 30.0, 300.0) == 18.0  # alone: 90% of 20
-    assert copy_threshold(20.0, 4.0, 16.0, 40.0) == 0.9 * 8.0  # others take 12 of 20: 8 left, 7.2
-    # 24 req/s on a pod serving 20: 20/24 of each model is served, the other 18 req/s take 15, 5 left.
-    assert copy_threshold(20.0, 6.0, 24.0, 60.0) == 0.9 * 5.0
-    assert copy_threshold(20.0, 0.5, 24.0, 5.0) == 2000.0 / 60.0  # under 8 requests: 2000 rpm (l.2779-2781)
+    # The threshold is 90% of the copy's measured bandwidth, max concurrency over the time a request takes in the
+    # model server (l.2766-2796); a request takes longer while the pod serves other models. 20 req/s pods:
+    assert copy_threshold(20.0, 30.0, 30.0, 300.0, fair_level([30.0], 20.0)) == 18.0  # alone: 90% of 20
+    assert copy_threshold(20.0, 4.0, 16.0, 40.0, fair_level([4.0] * 4, 20.0)) == 0.9 * 8.0  # 12 of 20 taken: 8 left
+    # 24 req/s on a pod serving 20, four models at 6: the pod's time goes round them, 5 each.
+    assert copy_threshold(20.0, 6.0, 24.0, 60.0, fair_level([6.0] * 4, 20.0)) == 0.9 * 5.0
+    # A hot model at 20 beside 40 at 0.1 (24 on 20): the quiet ones are served whole (4), the hot one gets 16.
+    level = fair_level([20.0] + [0.1] * 40, 20.0)
+    assert math.isclose(level, 16.0)
+    assert math.isclose(copy_threshold(20.0, 20.0, 24.0, 200.0, level), 0.9 * 16.0)
+    assert copy_threshold(20.0, 0.1, 24.0, 8.0, level) > 0.1  # a quiet copy on it does not ask
+    assert copy_threshold(20.0, 0.5, 24.0, 5.0, level) == 2000.0 / 60.0  # under 8 since it loaded: 2000 rpm (l.2780)
+
+
+@given(st.lists(st.floats(0.0, 50.0), min_size=1, max_size=60), st.floats(1.0, 100.0))
+def test_the_fair_level_hands_out_exactly_what_a_saturated_pod_serves(rates: list[float], pod_rps: float) -> None:
+    # Max-min fair: the copies under the level served whole, the others the level each, adding up to the pod.
+    level = fair_level(rates, pod_rps)
+    if sum(rates) <= pod_rps * (1.0 - 1e-9):
+        assert level == math.inf
+    elif level < math.inf:
+        assert math.isclose(sum(min(rate, level) for rate in rates), pod_rps, rel_tol=1e-6)
 
 
 def test_a_pod_at_80_percent_copies_none_of_its_models_and_a_saturated_one_copies_them() -> None:
@@ -133,3 +152,45 @@ def test_the_check_runs_every_10_seconds_on_the_rate_since_the_last() -> None:
     steady.settle(10.0)
     steady.settle(20.0)
     assert steady.copy_loads == 1
+
+
+@given(st.lists(st.floats(0.0, 5.0), max_size=30), st.floats(0.1, 1.0))
+def test_a_copy_is_measured_from_its_8th_completion_however_the_checks_split_them(rates: list[float],
+                                                                                   served: float) -> None:
+    # ModelMesh adds completions up across checks until 64 (`countAndTimeSum`, reset only then: l.2766-2784): the
+    # 2000 rpm fallback holds until the copy's 8th completion since it loaded, not while each check sees under 8.
+    young = {7: 0.0}
+    done = 0.0
+    for rate in rates:
+        young_copies(young, {7: rate, 8: 3.0}, 10.0, served)
+        done += rate * 10.0 * served
+        assert (7 in young) == (done < 8.0 - 1e-9) or abs(done - 8.0) < 1e-9
+        assert 8 not in young  # only the copies it was given
+    if 7 in young:
+        assert young[7] < 8.0
+
+
+def test_quiet_copies_on_a_saturated_pod_ask_for_copies_after_their_8th_request() -> None:
+    # One pod holds 30 models at 0.75 req/s (22.5 req/s on 20): 7.5 requests arrive per 10 s check on each copy,
+    # 6.7 complete. Copies that served a while (the warm start) have a measure, 90% of what the pod serves of
+    # them, 0.6 req/s: each asks at the first check for a copy on the empty pod beside it. The same copies just
+    # loaded keep the 2000 rpm fallback at the first check (6.7 completed) and ask at the second (13.3).
+    shape = ClusterShape(pod_rps=20.0, cache_models=30, load_time_s=10.0)
+    models = list(range(30))
+    for loaded_now in (False, True):
+        cluster = Cluster(shape, 1, tick_s=5.0)
+        cluster.warm(0.0, models, [0.75] * 30)
+        cluster.scale_to(2, 0.0)
+        cluster.pods[1].ready = True  # an empty pod Ready beside it
+        if loaded_now:
+            cluster.pods[0].young = dict.fromkeys(cluster.pods[0].cache, 0.0)
+        run(cluster, models, [0.75] * 30, 11.0)
+        assert copied(cluster) == ([] if loaded_now else models)
+        run(cluster, models, [0.75] * 30, 21.0, start=15.0)
+        assert copied(cluster) == models
+
+
+def copied(cluster: Cluster) -> list[int]:
+    """The models with a copy on pod-1, loaded or loading."""
+    loading = {model for model, pod in cluster.copies.copying if pod == "pod-1"}
+    return sorted(loading | set(cluster.pods[1].cache))
