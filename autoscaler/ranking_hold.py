@@ -128,10 +128,25 @@ class RankingWrites(ForgetsRuntimes, Protocol):
         writer had its turn to write; None where the scale-down starts (or grows) at this refresh, so the writer
         has not had a ranking for it yet. A runtime it answers for has its writes made at once."""
 
+    def unwritten(self, key: RuntimeKey, view: RuntimeView) -> tuple[str, ...]:
+        """The pods whose cost in `view`'s ranking they do not carry (as the writer knows them: what it wrote while
+        leading, else the pod watch's); empty where nothing is written or can be known. Asked as a hold ends, so
+        that "deletion costs written" is said only where they are."""
+
     def hurry_turned(self, key: RuntimeKey, view: RuntimeView, removing: int, slack: Callable[[], float]) -> bool:
         """Make the runtime's writes urgent, holding nothing, when the `removing` pods the ReplicaSet would remove
         include one whose need in `view` is more than `slack()` above that of a pod that stays (asked only where
         the costs are misplaced: it reads every pod); True when it did."""
+
+
+def pods_removed(view: RuntimeView, target: int) -> int:
+    """How many of `view`'s pods the ReplicaSet removes when the replicas are set to `target`: those beyond it
+    (its active pods less its replicas). Not the Deployment's replicas less `target`: a Deployment at 6 whose
+    ReplicaSet runs 4 pods (two never created: a quota, an admission webhook, a full node pool) removes 2 when
+    asked for 2, not 4; counted as 4, every pod went, "no choice to get wrong", and the value fell while the busy
+    pod carried the lowest cost (s57 on-call, rt4). A terminating pod counted here is not Ready, and the order
+    (`removal_order`) takes the not-Ready ones first, so it leaves the Ready pods removed as the ReplicaSet does."""
+    return len(view.pods) - target
 
 
 _FAILING: Final = frozenset({HoldReason.REFUSED, HoldReason.THROTTLED, HoldReason.NO_ANSWER})
@@ -203,6 +218,7 @@ class RankingHold:
         self._past: list[str] = []
         self._past_refused_403 = False  # one of this refresh's runtimes past the bound had a write refused 403
         self._written: list[RuntimeKey] = []
+        self._in_order: list[str] = []  # holds let go as the order is right without the costs this ranking wants
         self._turned: list[str] = []  # runtimes whose clearly turned ranking is written at once (`_hurry_turn`)
         self._told_turned: set[RuntimeKey] = set()  # runtimes whose turn the log named, until it is over
         self._removing: dict[RuntimeKey, int] = {}  # pods the decided value removed at the last refresh
@@ -236,7 +252,8 @@ class RankingHold:
             before = self._served_before_outage.pop(key, None)
         earlier = before.values.get(_DESIRED) if before is not None else None
         floor = float(current) if earlier is None or earlier.value is None else min(earlier.value, float(current))
-        removing = current - math.ceil(served.value)  # as the HPA rounds it
+        target = math.ceil(served.value)  # as the HPA rounds it
+        removing = pods_removed(view, target) if current > target else 0
         handed = self._handed_to(view, removing)
         if removing <= 0:  # no pod would go
             self._spells.pop(key, None)
@@ -252,7 +269,11 @@ class RankingHold:
         if pending is None:
             spell = self._spells.pop(key, None)
             if spell is not None and spell.warned:
-                self._written.append(key)
+                if unwritten := writes.unwritten(key, view):
+                    self._in_order.append(f"{key} (deletion costs of {few(unwritten, NAMED_PODS)} still not on "
+                                          f"the pods)")
+                else:
+                    self._written.append(key)
             self._hurry_turn(view, removing, writes, policy)
             return view
         spell = self._spells.setdefault(key, _Spell(now))
@@ -338,6 +359,7 @@ class RankingHold:
         waiting, self._waiting = self._waiting, []
         past, self._past = self._past, []
         written, self._written = self._written, []
+        in_order, self._in_order = self._in_order, []
         turned, self._turned = self._turned, []
         if waiting:
             log.warning(
@@ -359,3 +381,9 @@ class RankingHold:
         if written:
             log.info("deletion costs written: %s may fall again for %s", _DESIRED.value,
                      few([str(key) for key in written]))
+        if in_order:
+            log.info("scale-down no longer waits for deletion costs: %s may fall again for %s, as the pods the "
+                     "ReplicaSet would remove by the costs they carry are now among the least needed (the load "
+                     "moved); the costs of this ranking are not all written (the 'deletion costs ... not written' "
+                     "lines of the leader's log say why): %s", _DESIRED.value, count_of(len(in_order), "runtime"),
+                     few(in_order))

@@ -102,6 +102,12 @@ def _pod_costs(view: RuntimeView, carried: Mapping[str, int]) -> list[PodCosts]:
     return [PodCosts(name, *ranked.get(name, (True, None)), cost) for name, cost in carried.items()]
 
 
+def _unwritten(view: RuntimeView, carried: Mapping[str, int]) -> list[str]:
+    """The Ready, fresh pods of `view` whose ranked cost is not the one they carry."""
+    return [name for name, ready, fresh, cost in view.pods.deletion_costs()
+            if ready and fresh and cost is not None and cost != carried[name]]
+
+
 class DeletionCostWriter:
     """Keeps pod-deletion costs on the pods in step with the ranking; run `run()` as its own task."""
 
@@ -179,8 +185,7 @@ class DeletionCostWriter:
         misplaced = misplaced_removals(_pod_costs(view, carried), removing, slack)
         if handed is not None and not misplaced_removals(_pod_costs(handed, carried), removing, slack):
             return None
-        unwritten = [name for name, ready, fresh, cost in view.pods.deletion_costs()
-                     if ready and fresh and cost is not None and cost != carried[name]]
+        unwritten = _unwritten(view, carried)
         if not misplaced or not unwritten:
             return None
         if leading:
@@ -194,6 +199,16 @@ class DeletionCostWriter:
             reason = HoldReason.LEADER
         return CostsPending(unwritten=tuple(unwritten), misplaced=tuple(misplaced), causes=tuple(causes),
                             reason=reason)
+
+    def unwritten(self, key: RuntimeKey, view: RuntimeView) -> tuple[str, ...]:
+        """The pods of `view` that do not carry its ranking's cost (`autoscaler.ranking_hold`): by what this replica
+        wrote while leading, else by the pod watch; empty where nothing can be known (as `misordered`)."""
+        if not self._judges(key, view):
+            return ()
+        leading = self._may_write()
+        if not leading and self._cluster is None:
+            return ()
+        return tuple(_unwritten(view, self._carried_by(key, view, leading)))
 
     def hurry_turned(self, key: RuntimeKey, view: RuntimeView, removing: int, slack: Callable[[], float]) -> bool:
         """Make the runtime's writes urgent at the next pass when the ReplicaSet, removing `removing` pods by the
