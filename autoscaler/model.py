@@ -246,6 +246,11 @@ class RuntimeView:
     fresh_sample_at: float | None = None
     # Its Deployment is being deleted and no pod is Ready (`RuntimeSnapshot.deleting`): nothing to judge.
     being_deleted: bool = False
+    # The `controller.kubernetes.io/pod-deletion-cost` each pod carries (None: none), as the deletion-cost writer
+    # knows it at the refresh (the pod watch; without one, what the leader wrote), where it writes the runtime's
+    # pods. /debug shows it as each pod's `deletion_cost_on_pod`, beside `deletion_cost`, the cost the ranking
+    # wants: shown alone, the wanted 500 read as written while the pods carried 700 and every patch was refused.
+    costs_on_pods: dict[str, int | None] = field(default_factory=dict)
 
     @property
     def nothing_to_judge(self) -> bool:

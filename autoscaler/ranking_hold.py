@@ -128,6 +128,10 @@ class RankingWrites(ForgetsRuntimes, Protocol):
         writer had its turn to write; None where the scale-down starts (or grows) at this refresh, so the writer
         has not had a ranking for it yet. A runtime it answers for has its writes made at once."""
 
+    def on_pods(self, key: RuntimeKey, view: RuntimeView) -> dict[str, int | None]:
+        """The deletion cost each of `view`'s pods carries (None: none), for /debug beside the cost wanted; empty
+        where this writer does not write the runtime's pods."""
+
     def unwritten(self, key: RuntimeKey, view: RuntimeView) -> tuple[str, ...]:
         """The pods whose cost in `view`'s ranking they do not carry (as the writer knows them: what it wrote while
         leading, else the pod watch's); empty where nothing is written or can be known. Asked as a hold ends, so

@@ -211,6 +211,8 @@ class Refresher:
         if done.writes is not None:
             done.decided[key] = view
             view = self._ranking_hold.hold(view, before, done.running, done.writes, policy)
+            if on_pods := done.writes.on_pods(key, view):
+                view = dataclasses.replace(view, costs_on_pods=on_pods)
         done.views[key] = view
         if memory is not None:
             self._memory[key] = memory

@@ -102,6 +102,11 @@ def _pod_costs(view: RuntimeView, carried: Mapping[str, int]) -> list[PodCosts]:
     return [PodCosts(name, *ranked.get(name, (True, None)), cost) for name, cost in carried.items()]
 
 
+def _annotated(annotation: str | None) -> int | None:
+    """The cost an annotation says, as the ReplicaSet reads it (not a number: 0); None where there is none."""
+    return None if annotation is None else carried_cost(annotation)
+
+
 def _unwritten(view: RuntimeView, carried: Mapping[str, int]) -> list[str]:
     """The Ready, fresh pods of `view` whose ranked cost is not the one they carry."""
     return [name for name, ready, fresh, cost in view.pods.deletion_costs()
@@ -199,6 +204,22 @@ class DeletionCostWriter:
             reason = HoldReason.LEADER
         return CostsPending(unwritten=tuple(unwritten), misplaced=tuple(misplaced), causes=tuple(causes),
                             reason=reason)
+
+    def on_pods(self, key: RuntimeKey, view: RuntimeView) -> dict[str, int | None]:
+        """The cost each pod of `view` carries (None: none), as the ReplicaSet reads it: the pod watch's
+        annotation (whoever leads: every replica's /debug says it), or without a pod watch (a targets file) what
+        this replica wrote while leading; empty where it knows nothing, or does not write the runtime's pods
+        (outside `--namespaces`)."""
+        if self._namespaces and key.namespace not in self._namespaces:
+            return {}
+        cluster = self._cluster
+        if cluster is None:
+            if not self._may_write():  # not leading, without a pod watch: nothing known
+                return {}
+            return {name: record.cost if (record := self.records.get((key.namespace, name))) is not None else None
+                    for name, *_ in view.pods.deletion_costs()}
+        return {name: _annotated(cluster.deletion_cost(key.namespace, name))
+                for name, *_ in view.pods.deletion_costs()}
 
     def unwritten(self, key: RuntimeKey, view: RuntimeView) -> tuple[str, ...]:
         """The pods of `view` that do not carry its ranking's cost (`autoscaler.ranking_hold`): by what this replica

@@ -106,8 +106,10 @@ def explanation(view: RuntimeView, policy: PolicyExplained | None = None,
     is scraped over is chosen per pod (`--exporter-scheme auto`), and an operator rolling sidecars to TLS checks
     it on healthy pods, whose URL no problem names; null for a pod not scraped, or one the source no longer lists."""
     document: dict[str, Any] = jsonable(view)
+    on_pods = document.pop("costs_on_pods")
     for pod, shown in zip(view.pods, document["pods"], strict=True):
         shown["signals"] = dict(pod.signals)
+        shown["deletion_cost_on_pod"] = on_pods.get(pod.name)
         if urls is not None:
             shown["scrape_url"] = urls.get(pod.name)
     document["key"] = {"namespace": view.key.namespace, "deployment": view.key.deployment}
@@ -153,10 +155,12 @@ def _document(record: tuple[Any, ...]) -> dict[str, Any]:
     namespace, deployment = fields[_KEY]
     document["key"] = {"namespace": namespace, "deployment": deployment}
     document["values"] = {name: dict(zip(_VALUE_FIELDS, served, strict=True)) for name, *served in fields[_VALUES]}
+    on_pods = document.pop("costs_on_pods")
     pods = []
     for pod in fields[_PODS]:
         shown = dict(zip(POD_FIELDS, pod, strict=True))
         shown["signals"] = dict(pod[_SIGNALS])
+        shown["deletion_cost_on_pod"] = on_pods.get(pod[_NAME])
         if urls is not None:
             shown["scrape_url"] = urls.get(pod[_NAME])
         pods.append(shown)

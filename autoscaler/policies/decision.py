@@ -133,7 +133,7 @@ _MODELS: Final = frozenset((SIGNAL_MODELS,))
 _view: Final = slot_builder(RuntimeView, (
     "key", "refreshed_at", "window_s", "ready_pods", "fresh_pods", "coverage", "complete", "known", "values",
     "proposals", "winner", "pods", "reason", "consecutive_misses", "current_replicas", "signal_coverage", "held",
-    "warnings", "bounds", "warming_up", "fresh_sample_at", "being_deleted",
+    "warnings", "bounds", "warming_up", "fresh_sample_at", "being_deleted", "costs_on_pods",
 ))
 _ValueTwin: Final = slot_twin(ServedValue, ("value", "raw", "timestamp"))
 _memory: Final = slot_builder(RuntimeMemory, (
@@ -310,6 +310,7 @@ def decide(
         "",  # warming_up: set by the warm-up step (policies/warmup.py) for a runtime with no memory
         agg.fresh_sample_at,
         False,  # being_deleted: set by the warm-up step for a runtime being deleted without Ready pods
+        {},  # costs_on_pods: set by the refresh from the deletion-cost writer (`RankingWrites.on_pods`)
     )
     seen = _next_seen(memory.seen, reported_signals, agg)
     next_memory = _memory(
