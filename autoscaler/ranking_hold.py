@@ -130,7 +130,7 @@ class RankingWrites(ForgetsRuntimes, Protocol):
 
     def on_pods(self, key: RuntimeKey, view: RuntimeView) -> dict[str, int | None]:
         """The deletion cost each of `view`'s pods carries (None: none), for /debug beside the cost wanted; empty
-        where this writer does not write the runtime's pods."""
+        where the writer knows nothing of them."""
 
     def unwritten(self, key: RuntimeKey, view: RuntimeView) -> tuple[str, ...]:
         """The pods whose cost in `view`'s ranking they do not carry (as the writer knows them: what it wrote while

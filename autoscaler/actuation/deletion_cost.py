@@ -207,14 +207,12 @@ class DeletionCostWriter:
 
     def on_pods(self, key: RuntimeKey, view: RuntimeView) -> dict[str, int | None]:
         """The cost each pod of `view` carries (None: none), as the ReplicaSet reads it: the pod watch's
-        annotation (whoever leads: every replica's /debug says it), or without a pod watch (a targets file) what
-        this replica wrote while leading; empty where it knows nothing, or does not write the runtime's pods
-        (outside `--namespaces`)."""
-        if self._namespaces and key.namespace not in self._namespaces:
-            return {}
+        annotation (whoever leads: every replica's /debug says it; outside `--namespaces` too, where costs an
+        earlier release left still order the removals), or without a pod watch (a targets file) what this replica
+        wrote while leading; empty where it knows nothing."""
         cluster = self._cluster
         if cluster is None:
-            if not self._may_write():  # not leading, without a pod watch: nothing known
+            if not self._may_write() or not self._judges(key, view):  # nothing written here, or known
                 return {}
             return {name: record.cost if (record := self.records.get((key.namespace, name))) is not None else None
                     for name, *_ in view.pods.deletion_costs()}

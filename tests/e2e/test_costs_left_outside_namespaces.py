@@ -105,6 +105,9 @@ async def test_costs_left_outside_namespaces_are_named_with_the_command_that_rem
             if " WARNING " in line and "carry pod-deletion costs" in line] == [warning]
     # /debug ranks the pods (`need`) but shows no cost as if one were written there.
     assert len(pods) == len(PODS) and all(pod["deletion_cost"] is None for pod in pods), pods
+    # ... and the costs the pods carry, by which the ReplicaSet removes them, beside it.
+    assert {pod["name"]: pod["deletion_cost_on_pod"] for pod in pods} == {
+        name: int(cost) for name, (_, _, cost) in PODS.items()}, pods
     # The adapter wrote nothing there: only kubectl's removal patched those pods.
     assert all(DELETION_COST_ANNOTATION not in annotations for annotations in after.values()), after
     assert sorted(p.name for p in outside_patches) == sorted(PODS), outside_patches
