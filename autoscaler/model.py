@@ -250,6 +250,7 @@ class RuntimeView:
     # knows it at the refresh (the pod watch; without one, what the leader wrote), where it writes the runtime's
     # pods. /debug shows it as each pod's `deletion_cost_on_pod`, beside `deletion_cost`, the cost the ranking
     # wants: shown alone, the wanted 500 read as written while the pods carried 700 and every patch was refused.
+    # Filled in place by the refresh that made the view (each view has a dict of its own).
     costs_on_pods: dict[str, int | None] = field(default_factory=dict)
 
     @property

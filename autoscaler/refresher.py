@@ -211,8 +211,9 @@ class Refresher:
         if done.writes is not None:
             done.decided[key] = view
             view = self._ranking_hold.hold(view, before, done.running, done.writes, policy)
-            if on_pods := done.writes.on_pods(key, view):
-                view = dataclasses.replace(view, costs_on_pods=on_pods)
+            # In place, on this refresh's view (its dict made with it): a `dataclasses.replace` cost 7 µs a runtime,
+            # 35 ms a refresh at 5,000 runtimes, for a field only /debug reads.
+            view.costs_on_pods.update(done.writes.on_pods(key, view))
         done.views[key] = view
         if memory is not None:
             self._memory[key] = memory

@@ -102,11 +102,6 @@ def _pod_costs(view: RuntimeView, carried: Mapping[str, int]) -> list[PodCosts]:
     return [PodCosts(name, *ranked.get(name, (True, None)), cost) for name, cost in carried.items()]
 
 
-def _annotated(annotation: str | None) -> int | None:
-    """The cost an annotation says, as the ReplicaSet reads it (not a number: 0); None where there is none."""
-    return None if annotation is None else carried_cost(annotation)
-
-
 def _unwritten(view: RuntimeView, carried: Mapping[str, int]) -> list[str]:
     """The Ready, fresh pods of `view` whose ranked cost is not the one they carry."""
     return [name for name, ready, fresh, cost in view.pods.deletion_costs()
@@ -216,7 +211,8 @@ class DeletionCostWriter:
                 return {}
             return {name: record.cost if (record := self.records.get((key.namespace, name))) is not None else None
                     for name, *_ in view.pods.deletion_costs()}
-        return {name: _annotated(cluster.deletion_cost(key.namespace, name))
+        namespace, carried = key.namespace, cluster.deletion_cost
+        return {name: None if (cost := carried(namespace, name)) is None else carried_cost(cost)
                 for name, *_ in view.pods.deletion_costs()}
 
     def unwritten(self, key: RuntimeKey, view: RuntimeView) -> tuple[str, ...]:
