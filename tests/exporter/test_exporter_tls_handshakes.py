@@ -24,6 +24,7 @@ import trustme
 from exporter import names
 from exporter.tls_handshakes import HANDSHAKE_TIMEOUT_S, HANDSHAKES_PER_PLACE
 from tests.exporter.test_exporter_stuck_readers import Served, series, served_many_models
+from tests.support.certificates import issue_cert
 
 BOUND_S = 1.0
 """The handshake bound the tests serve with, in place of `HANDSHAKE_TIMEOUT_S`, so that they take a second."""
@@ -34,7 +35,7 @@ def tls() -> tuple[ssl.SSLContext, ssl.SSLContext]:
     """The exporter's server context and a client's that trusts it, for 127.0.0.1."""
     authority = trustme.CA()
     server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    authority.issue_cert("127.0.0.1").configure_cert(server)
+    issue_cert(authority, "127.0.0.1").configure_cert(server)
     client = ssl.create_default_context()
     authority.configure_trust(client)
     return server, client
