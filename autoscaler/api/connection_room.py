@@ -197,7 +197,9 @@ def choose_room(waiting: dict[GuardedConnection, None], counted: dict[GuardedCon
        user, a client over its share), longest-waiting first;
     2. close after its answer a connection whose last answer was a 4xx and that has another request in flight,
        oldest first: as soon as that request is answered and the answer handed over in full (HTTP/1.1 lets a
-       server close a connection between answers; a client resends what it had pipelined behind);
+       server close a connection between answers; a client resends what it had pipelined behind). It goes even
+       if that answer serves its client: the choice is made when it is told (aiohttp's `close` is not taken
+       back), so another connection refused meanwhile keeps its place until the next choice;
     3. close at once a waiting connection that is not new (answered once, or open `NEW_CONNECTION_S` or more),
        even while a place is coming: a slow client (TLS handshake or request headers not complete), one idle
        since its last answer (Go's server closes idle connections on its own clock too; an HTTP client

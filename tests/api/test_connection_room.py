@@ -45,6 +45,9 @@ class Transport:
     closing: bool = False
     by_server: bool = False
     peers: list[Transport] = field(default_factory=list)
+    told_served_over_refused: bool | None = None
+    """Told to go after its answer (`close_after_answer`): whether it was then a served client's connection with
+    a refused one idle; the guard chooses when it tells, and aiohttp's close cannot be taken back after."""
 
     def get_write_buffer_size(self) -> int:
         return self.unsent
@@ -68,12 +71,16 @@ class Transport:
             self.violations.append("closed with a request in flight")
         if self.unsent and not self.stalled:
             self.violations.append("closed with its answer still being handed over")
-        if self.answered and not self.refused and any(
-                p.refused and not p.in_flight and not p.closing and (not p.unsent or p.stalled)
-                and p.protocol in p.protocol._guard.waiting for p in self.peers):
+        if self.told_served_over_refused if self.told_served_over_refused is not None else self.served_over_refused():
             self.violations.append("a served client's connection closed while a refused one was idle")
         self.by_server = True
         self.hang_up()
+
+    def served_over_refused(self) -> bool:
+        """A served client's connection (its last answer not a 4xx) while a refused one is idle in line."""
+        return self.answered and not self.refused and any(
+            p.refused and not p.in_flight and not p.closing and (not p.unsent or p.stalled)
+            and p.protocol in p.protocol._guard.waiting for p in self.peers)
 
     def close(self) -> None:
         self.hang_up()
@@ -159,6 +166,8 @@ events = st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 7), st.sample
           ("answer", 1, 200, 5), ("arrive", 0, 200, 0)], 1e9)  # busy, refused: after its answer; then busy ones wait
 @example([("arrive", 0, 200, 0)] * 3 + [("serve", 0, 200, 0), ("serve", 1, 401, 5), ("serve", 2, 200, 0),
           ("arrive", 0, 200, 0), ("stall", 1, 200, 0), ("arrive", 0, 200, 0)], 0.0)  # refused, answer unsent
+@example([("arrive", 0, 200, 0)] * 3 + [("serve", 1, 401, 0), ("request", 1, 200, 0), ("arrive", 0, 200, 0),
+          ("serve", 0, 401, 0), ("serve", 1, 200, 0)], 0.0)  # told to go while refused; served, then another refused
 def test_room_is_made_only_by_connections_that_may_go(steps: list[tuple[str, int, int, int]], new_s: float) -> None:
     """`new_s`: `NEW_CONNECTION_S`: every unanswered connection is new (protected while a place is coming), or
     none is."""
@@ -179,6 +188,9 @@ def test_room_is_made_only_by_connections_that_may_go(steps: list[tuple[str, int
                     protocol.connection_made(transport)  # type: ignore[arg-type]
                 elif chosen is not None:
                     act(chosen, kind, status, unsent)
+                for told in transports:  # told to go after its answer in this step: judged as it was told
+                    if told.protocol.closing and not told.closing and told.told_served_over_refused is None:
+                        told.told_served_over_refused = told.served_over_refused()
                 for _ in range(3):
                     await asyncio.sleep(0)
                 assert not violations, (violations, steps)
