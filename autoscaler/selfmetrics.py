@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disa
 from autoscaler.kube.watch_health import FailureReason, Watched
 from autoscaler.model import RuntimeView
 from autoscaler.names import ADAPTER_BUILD_INFO
+from autoscaler.policies.recommendation import MAX_REPLICAS, uncapped_recommendation
 from autoscaler.ranking_hold import EXPIRED, HoldReason
 from autoscaler.request_tally import RequestTally
 from autoscaler.runtime_gauges import RuntimeGauge
@@ -140,7 +141,16 @@ class AdapterMetrics:
             "The value served for each runtime and metric, after smoothing.",
             ("namespace", "deployment", "metric"),
         )
-        self.runtime_gauges = (self.consecutive_misses, self.runtime_known, self.runtime_warming_up, self.served_value)
+        self.uncapped_replicas = RuntimeGauge(
+            "modelmesh_autoscaler_runtime_uncapped_replicas",
+            "Present only while the runtime's max_replicas (the HPA's maxReplicas, unless the policy sets "
+            "max_replicas) cuts its recommendation: the replicas its load calls for without the cap. "
+            "modelmesh_desired_replicas is then served at the cap, so the HPA says DesiredWithinRange, never "
+            "TooManyReplicas.",
+            ("namespace", "deployment"),
+        )
+        self.runtime_gauges = (self.consecutive_misses, self.runtime_known, self.runtime_warming_up, self.served_value,
+                               self.uncapped_replicas)
         if per_runtime:
             for gauge in self.runtime_gauges:
                 self.registry.register(gauge)
@@ -298,6 +308,7 @@ class AdapterMetrics:
         known: dict[tuple[str, ...], float] = {}
         warming: dict[tuple[str, ...], float] = {}
         served: dict[tuple[str, ...], float] = {}
+        uncapped: dict[tuple[str, ...], float] = {}
         for view in views:
             namespace, deployment = labels = (view.key.namespace, view.key.deployment)
             misses[labels] = view.consecutive_misses
@@ -306,6 +317,8 @@ class AdapterMetrics:
             warming[labels] = 1 if view.warming_up else 0
             if not view.known:
                 continue
+            if view.winner == MAX_REPLICAS:  # rare: the cap cut the recommendation
+                uncapped[labels] = uncapped_recommendation(view.proposals)
             for metric, value in view.values.items():
                 if value.value is not None:
                     served[namespace, deployment, metric.value] = value.value
@@ -313,6 +326,7 @@ class AdapterMetrics:
         self.runtime_known.update(known)
         self.runtime_warming_up.update(warming)
         self.served_value.update(served)
+        self.uncapped_replicas.update(uncapped)
 
     def runtime_exposition(self) -> bytes:
         """The per-runtime, per-pod and per-RuntimeScale families in the text format, rendered only where a

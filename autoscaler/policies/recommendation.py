@@ -246,6 +246,13 @@ def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | N
     return _recommendation(desired, proposals, winner, why, no_capacity, explained)
 
 
+def uncapped_recommendation(proposals: Mapping[str, int | None]) -> int:
+    """What the recommendation would be without `max_replicas`: the largest proposal (`recommend` takes the
+    largest, then cuts it to the cap and names `MAX_REPLICAS` the winner). For the operator, where the cap decided:
+    the HPA, asked only for the cap, says nothing of the replicas the load calls for."""
+    return max(value for value in proposals.values() if value is not None)
+
+
 def cache_need_words(in_use: int, window_s: float, pods: int, per_pod: float) -> str:
     """The cache need in words, for /debug and the logs (`Recommendation.explained`)."""
     return (f"cache: {in_use} copies in use within {window_s:g} s need {pods} pods "
