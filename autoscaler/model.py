@@ -252,6 +252,10 @@ class RuntimeView:
     # wants: shown alone, the wanted 500 read as written while the pods carried 700 and every patch was refused.
     # Filled in place by the refresh that made the view (each view has a dict of its own).
     costs_on_pods: dict[str, int | None] = field(default_factory=dict)
+    # Served value → why it is above its raw value while nothing holds it: the slow scale-down, with the smoothed
+    # value, `scale_down_tau_s` and when the served value reaches raw (`autoscaler.policies.slow_fall`), for /debug.
+    # Empty on nearly every refresh: only a value in the middle of a fall has an entry.
+    falling: dict[str, dict[str, float | str]] = field(default_factory=dict)
 
     @property
     def nothing_to_judge(self) -> bool:

@@ -25,8 +25,10 @@ from autoscaler.forgetting import ForgetsRuntimes, RecreatedRuntimes
 from autoscaler.horizon_log import ShortHorizonLog
 from autoscaler.log_lists import say_each_or_counted
 from autoscaler.model import RuntimeKey, RuntimeSnapshot, RuntimeView
+from autoscaler.names import ServedMetric
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.decision import RuntimeMemory
+from autoscaler.policies.slow_fall import slow_fall
 from autoscaler.policies.warmup import WarmUp, decide_remembering
 from autoscaler.ranking_hold import RankingHold, RankingWrites
 from autoscaler.running_clock import RunningClock
@@ -214,6 +216,9 @@ class Refresher:
             # In place, on this refresh's view (its dict made with it): a `dataclasses.replace` cost 7 µs a runtime,
             # 35 ms a refresh at 5,000 runtimes, for a field only /debug reads.
             view.costs_on_pods.update(done.writes.on_pods(key, view))
+        if memory is not None:  # a value in the middle of a slow fall says so in /debug (rare; one check else)
+            view = slow_fall(view, memory.smoothed.get(ServedMetric.DESIRED_REPLICAS), policy.scale_down_tau_s,
+                             done.running)
         done.views[key] = view
         if memory is not None:
             self._memory[key] = memory

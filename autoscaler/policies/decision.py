@@ -109,6 +109,8 @@ class RuntimeMemory:
 
 _NO_MEMORY: Final = RuntimeMemory()
 """A runtime's memory before its first refresh (immutable, so one object serves every runtime)."""
+_NOT_FALLING: Final[dict[str, dict[str, float | str]]] = {}
+"""No value falling slowly (`RuntimeView.falling`): one shared empty mapping, never written to."""
 _NO_NAMES: Final[frozenset[str]] = frozenset()
 """No pod held not Ready (`RuntimeMemory.unready`): one shared empty set."""
 
@@ -133,7 +135,7 @@ _MODELS: Final = frozenset((SIGNAL_MODELS,))
 _view: Final = slot_builder(RuntimeView, (
     "key", "refreshed_at", "window_s", "ready_pods", "fresh_pods", "coverage", "complete", "known", "values",
     "proposals", "winner", "pods", "reason", "consecutive_misses", "current_replicas", "signal_coverage", "held",
-    "warnings", "bounds", "warming_up", "fresh_sample_at", "being_deleted", "costs_on_pods",
+    "warnings", "bounds", "warming_up", "fresh_sample_at", "being_deleted", "costs_on_pods", "falling",
 ))
 _ValueTwin: Final = slot_twin(ServedValue, ("value", "raw", "timestamp"))
 _memory: Final = slot_builder(RuntimeMemory, (
@@ -311,6 +313,7 @@ def decide(
         agg.fresh_sample_at,
         False,  # being_deleted: set by the warm-up step for a runtime being deleted without Ready pods
         {},  # costs_on_pods: set by the refresh from the deletion-cost writer (`RankingWrites.on_pods`)
+        _NOT_FALLING,  # falling: set by the refresher for a value in the middle of a slow fall (`slow_fall`)
     )
     seen = _next_seen(memory.seen, reported_signals, agg)
     next_memory = _memory(
