@@ -16,7 +16,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Protocol
 
 from autoscaler.capacity_warnings import NoCapacityWarnings
@@ -65,6 +65,8 @@ at most its warm-up grace (`autoscaler.policies.warmup`)."""
 RefreshListener = Callable[[dict[RuntimeKey, RuntimeView]], Awaitable[None]]
 HpaBounds = Callable[[RuntimeKey], tuple[int | None, int | None]]
 """(minReplicas, maxReplicas) of the HPA that scales a runtime, (None, None) when none does."""
+HpaWarnings = Callable[[Collection[RuntimeKey]], Mapping[RuntimeKey, tuple[str, ...]]]
+"""The /debug warnings of the runtimes given (the refresh's) that the HPAs' selectors get wrong."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -126,6 +128,9 @@ class Refresher:
         self._reported_partial = 0
         self.hpa_bounds: HpaBounds | None = None
         """Set in cluster mode: the HPAs' bounds fill in what the config leaves unset (docs/design.md, Bounds)."""
+        self.hpa_warnings: HpaWarnings | None = None
+        """Set in cluster mode: what the HPAs' selectors get wrong for a runtime (`sources.hpa_selections`), added
+        to its view's `warnings` (its /debug) at every refresh."""
         self.scale_asks: ScaleAsks | None = None
         """Set while the RuntimeScale bridge runs: what the HPA last asked for, part of what runs (warm-up)."""
         self.configured_warnings: Mapping[RuntimeKey, str] = {}
@@ -170,6 +175,10 @@ class Refresher:
                 warned_view = warned(warned_view, warning)
                 views[key] = warned_view if self.costs_left_outside is None else self.costs_left_outside.shown(
                     warned_view)
+        if self.hpa_warnings is not None:  # rare: an HPA selecting another runtime, two HPAs selecting one
+            for key, said in self.hpa_warnings(views).items():
+                for warning in said:
+                    views[key] = warned(views[key], warning)
         if not self.costs_written:
             views = {key: without_costs(view) for key, view in views.items()}
         elif self.costs_unwritten is not None:

@@ -191,6 +191,7 @@ class RefreshStack:
         self.hpas = build_hpa_watch(settings, self.metrics)
         if self.hpas is not None:
             self.refresher.hpa_bounds = self.hpas.bounds
+            self.refresher.hpa_warnings = self.hpas.warnings
         if isinstance(self.discovery, DiscoveryScopes):  # asked by what it has: a targets file has no scopes
             self.refresher.discovery_health = self.discovery.scope_health
 

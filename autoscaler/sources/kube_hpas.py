@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import ChainMap
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
@@ -50,6 +50,7 @@ from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey
 from autoscaler.names import SELECTOR_DEPLOYMENT, SELECTOR_SERVINGRUNTIME, SERVINGRUNTIME_DEPLOYMENT_PREFIX
 from autoscaler.said_once import SaidOnce
+from autoscaler.sources.hpa_selections import gone_reasons, owners_by_runtime, selection_warnings
 
 log = logging.getLogger("autoscaler.sources.kube_hpas")
 
@@ -85,6 +86,10 @@ class HpaBounds:
     runtimes: tuple[RuntimeKey, ...]
     controller_name: bool = False
     """Ours, and named like the runtime Deployment: modelmesh-serving owns that HPA name."""
+    aimed: RuntimeKey | None = None
+    """The runtime its RuntimeScale target is named after, where its metrics select other runtimes: it scales that
+    runtime on their values (a selector edited or copied from another HPA, a typo), and none of its bounds apply
+    to it (`hpa_warnings` says so in that runtime's /debug)."""
 
 
 def _deployment_of(labels: Mapping[str, Any]) -> str | None:
@@ -136,10 +141,11 @@ def parse_hpa(obj: Mapping[str, Any]) -> HpaBounds | None:
     if not deployments:
         return None
     keys = tuple(dict.fromkeys(RuntimeKey(namespace, d) for d in deployments))
+    aimed = RuntimeKey(namespace, by_name) if by_name is not None and by_name not in deployments else None
     # Ours (a RuntimeScale target, or a metric that selects a runtime) rather than modelmesh-serving's own CPU
     # HPA, which has the Deployment's name by design.
     ours = by_name is not None or len(deployments) > targeted
-    return HpaBounds(namespace, name, min(low, high), high, keys, ours and name in deployments)
+    return HpaBounds(namespace, name, min(low, high), high, keys, ours and name in deployments, aimed)
 
 
 def bounds_by_runtime(hpas: Iterable[HpaBounds], warned: set[RuntimeKey] | None = None,
@@ -175,17 +181,20 @@ LOGGED_CHANGES: Final = 10
 """Runtimes named in one log line of changed bounds; the rest are counted."""
 
 
-def describe_changes(before: Mapping[RuntimeKey, tuple[int, int]], after: Mapping[RuntimeKey, tuple[int, int]]
-                     ) -> str:
+def describe_changes(before: Mapping[RuntimeKey, tuple[int, int]], after: Mapping[RuntimeKey, tuple[int, int]],
+                     gone: Mapping[RuntimeKey, str] | None = None) -> str:
     """What changed between two bounds tables, for one log line: the runtimes whose bounds changed (at most
-    `LOGGED_CHANGES` named), never the whole fleet again at every HPA event."""
+    `LOGGED_CHANGES` named), never the whole fleet again at every HPA event. `gone`: why no HPA selects a runtime
+    any more, where known (`hpa_selections.gone_reasons`): "no HPA any more" was said of a runtime whose HPA was
+    there, selecting something else."""
     changes = []
     for key in sorted(before.keys() | after.keys()):
         old, new = before.get(key), after.get(key)
         if old == new:
             continue
         if new is None:
-            changes.append(f"{key} no HPA any more")
+            why = None if gone is None else gone.get(key)
+            changes.append(f"{key} no HPA selects it any more" + (f" ({why})" if why else ""))
         elif old is None:
             changes.append(f"{key} {new}")
         else:
@@ -213,6 +222,13 @@ class HpaWatch:
         self._scopes: tuple[Scope, ...] = tuple(dict.fromkeys(namespaces)) if namespaces else (None,)
         self._hpas: dict[Scope, dict[tuple[str, str], HpaBounds]] = {scope: {} for scope in self._scopes}
         self._table: dict[RuntimeKey, tuple[int, int]] = {}
+        self._owners: dict[RuntimeKey, list[HpaBounds]] = {}
+        """The HPAs selecting each runtime, as of the table: what the log line of a runtime left says they became."""
+        self._astray: tuple[HpaBounds, ...] = ()
+        """The HPAs worth a word in some runtime's /debug (`hpa_warnings`): those selecting a runtime another
+        HPA selects too, and those whose metrics select another runtime than their RuntimeScale's."""
+        self._selecting_none: dict[Scope, set[tuple[str, str]]] = {scope: set() for scope in self._scopes}
+        """HPAs there that scale no runtime (`parse_hpa` None): not deleted, though their runtime lost them."""
         self._warned: set[RuntimeKey] = set()
         self._warned_names: SaidOnce[tuple[str, str]] = SaidOnce(GONE_HPAS_REMEMBERED)
         """The HPAs named like their runtime Deployment, warned about: those there, and the latest gone."""
@@ -236,6 +252,13 @@ class HpaWatch:
             )
             for scope in self._scopes
         )
+
+    def warnings(self, known: Collection[RuntimeKey]) -> dict[RuntimeKey, tuple[str, ...]]:
+        """The /debug warnings of the `known` runtimes (the refresh's) that the HPAs' selectors get wrong
+        (`hpa_selections.selection_warnings`); nothing to do on the usual refresh, where no HPA is astray."""
+        if not self._astray:
+            return {}
+        return selection_warnings(self._astray, self._owners, ChainMap(*self._hpas.values()).values(), known)
 
     def bounds(self, key: RuntimeKey) -> tuple[int | None, int | None]:
         """The (minReplicas, maxReplicas) of the HPA scaling `key`, or (None, None) when none does."""
@@ -289,21 +312,33 @@ class HpaWatch:
         self.ok = all(self._ok.values())
 
     def _rebuild(self) -> None:
-        table = bounds_by_runtime((h for hpas in self._hpas.values() for h in hpas.values()), self._warned,
-                                  self._warned_names)
+        every = ChainMap(*self._hpas.values())
+        table = bounds_by_runtime(every.values(), self._warned, self._warned_names)
+        owners = owners_by_runtime(every.values())
         if table != self._table:
-            log.info("HPA bounds (minReplicas, maxReplicas): %s", describe_changes(self._table, table))
+            gone = gone_reasons(self._owners, every, set().union(*self._selecting_none.values()),
+                                self._table.keys() - table.keys())
+            log.info("HPA bounds (minReplicas, maxReplicas): %s", describe_changes(self._table, table, gone))
         self._table = table
+        self._owners = owners
+        self._astray = tuple(dict.fromkeys(
+            [h for hpas in owners.values() if len(hpas) > 1 for h in hpas]
+            + [h for h in every.values() if h.aimed is not None]))
         self._warned &= table.keys()  # a runtime gone from every HPA is warned about again if it comes back
-        self._warned_names.keep(ChainMap(*self._hpas.values()))
+        self._warned_names.keep(every)
 
     def _replace(self, scope: Scope, items: list[JSON]) -> None:
         hpas: dict[tuple[str, str], HpaBounds] = {}
+        selecting_none = set()
         for item in items:
             parsed = parse_hpa(item)
             if parsed is not None:
                 hpas[(parsed.namespace, parsed.name)] = parsed
+            else:
+                meta = item.get("metadata") or {}
+                selecting_none.add((str(meta.get("namespace")), str(meta.get("name"))))
         self._hpas[scope] = hpas
+        self._selecting_none[scope] = selecting_none
         self._rebuild()
 
     def _apply(self, scope: Scope, kind: str, obj: JSON) -> None:
@@ -311,6 +346,10 @@ class HpaWatch:
         ref = (str(meta.get("namespace")), str(meta.get("name")))
         parsed = parse_hpa(obj)
         hpas = self._hpas[scope]
+        if kind == "DELETED" or parsed is not None:
+            self._selecting_none[scope].discard(ref)
+        else:
+            self._selecting_none[scope].add(ref)
         if kind == "DELETED" or parsed is None:
             if hpas.pop(ref, None) is None:
                 return
