@@ -36,6 +36,11 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
 - with `--gpu-source dcgm`, no DCGM series names any pod Prometheus has series for for UNSEEN_WARN_AFTER_S
   (dcgm-exporter without `--kubernetes`): logged once, saying what to set; not an error (`prometheus_dcgm`).
 
+- a pod's series come from another pod's exporter (its `modelmesh_exporter_pod_info` names another pod:
+  Prometheus's target for it reached another pod, `prometheus_other_pod`): the pod is left out as missing data
+  (its last good sample held, as the scrape source refuses such an answer), counted as `other_pod` every refresh,
+  logged when it starts and ends, and an `other_pod` problem of the pod in /debug meanwhile.
+
 - a refresh shows what Prometheus's `--query.lookback-delta` or the exporters' scrape interval would cause (no
   series, a pod's series gone, a stale sample): `prometheus_lookback` measures both once and says what does not
   fit; not an error.
@@ -83,6 +88,7 @@ from autoscaler.sources.prometheus_empty_answer import EmptyAfterGood
 from autoscaler.sources.prometheus_garbage import PrometheusGarbage
 from autoscaler.sources.prometheus_lookback import LookbackCheck
 from autoscaler.sources.prometheus_matchers import SeriesMatchers, promql_string
+from autoscaler.sources.prometheus_other_pod import OtherPods
 from autoscaler.sources.prometheus_partial import PartialAnswers
 from autoscaler.sources.prometheus_promql import (
     FRESHNESS,
@@ -203,6 +209,7 @@ class PrometheusSource(SourceDefaults):
         self._unseen = UnseenRuntimes(self._url)
         self._last: dict[PodRef, PodSample] = {}
         self._garbage = PrometheusGarbage(self._url, self._count)
+        self._other_pods = OtherPods(self._url, self._count)
         self.errors: Counter[str] = Counter()
         """Failures by reason since start: whole-refresh reasons once per refresh, `garbage` per series."""
         self._outage = OutageLog(FLAP_QUIET_S)
@@ -256,6 +263,7 @@ class PrometheusSource(SourceDefaults):
             self._partial.note(self._reader.warnings)
             self._partial.note_runtimes(inventory, seen, now)
             self._note_models(self._reader.models_error)
+            self._other_pods.note(inventory, self._reader.other_pods, now)
             backend_ok = True
         outage = self._discovery_outage
         self._note_discovery(outage, self._discovery, inventory, now)
@@ -284,7 +292,7 @@ class PrometheusSource(SourceDefaults):
             problems += (partial,)
         elif (unseen := self._unseen.problem(key)) is not None:
             problems += (unseen,)
-        return problems + self._garbage.problems(key)
+        return problems + self._other_pods.problems(key) + self._garbage.problems(key)
 
     async def close(self) -> None:
         """Release the HTTP connections."""
@@ -315,7 +323,8 @@ class PrometheusSource(SourceDefaults):
         ready = [(key.namespace, pod.name) for key, runtime in inventory.items() for pod in runtime.pods if pod.ready]
         sampled = (self._last[ref].sampled_at for ref in seen if ref in self._last)
         stale = any(now - at > self._lookback.max_staleness_s for at in sampled if at is not None)
-        lost = not self._reader.warnings and any(ref not in seen and ref in self._last for ref in ready)
+        lost = not self._reader.warnings and any(ref not in seen and ref in self._last and ref not in self._other_pods
+                                                 for ref in ready)
         if seen and not stale and not lost:
             return
         pod = min(seen) if seen else min(ready, default=None)
@@ -329,11 +338,15 @@ class PrometheusSource(SourceDefaults):
     def _seen_pods(
         self, answers: Mapping[str, Mapping[PodRef, str]], inventory: Mapping[RuntimeKey, RuntimeInventory]
     ) -> set[PodRef]:
-        """Inventory pods with a freshness series; none at all while Ready pods exist is an outage."""
-        freshness = answers[FRESHNESS]
+        """Inventory pods with a freshness series, less those whose exporter names another pod
+        (`prometheus_other_pod`); none at all while Ready pods exist is an outage (not where Prometheus has series
+        for them, from other pods' exporters: those pods say so)."""
+        freshness, other = answers[FRESHNESS], self._reader.other_pods
         pods = [(key.namespace, pod) for key, runtime in inventory.items() for pod in runtime.pods]
-        seen = {(ns, pod.name) for ns, pod in pods if (ns, pod.name) in freshness}
-        if not seen and any(pod.ready for _, pod in pods) and self._reader.unlabelled:
+        seen = {(ns, pod.name) for ns, pod in pods if (ns, pod.name) in freshness and (ns, pod.name) not in other}
+        if seen or any((ns, pod.name) in other for ns, pod in pods):
+            return seen
+        if any(pod.ready for _, pod in pods) and self._reader.unlabelled:
             raise PrometheusSourceError(
                 REASON_EMPTY,
                 f"no {names.LAST_SUCCESS_TIMESTAMP} or {names.REQUESTS_PER_SECOND} series for any of {len(pods)} "
@@ -342,7 +355,7 @@ class PrometheusSource(SourceDefaults):
                 "kubernetes_sd_configs one); give the names with --prometheus-namespace-label and "
                 "--prometheus-pod-label",
             )
-        if not seen and any(pod.ready for _, pod in pods):
+        if any(pod.ready for _, pod in pods):
             raise PrometheusSourceError(
                 REASON_EMPTY,
                 f"no {names.LAST_SUCCESS_TIMESTAMP} or {names.REQUESTS_PER_SECOND} series for any of "
@@ -368,7 +381,8 @@ class PrometheusSource(SourceDefaults):
             ref = (runtime.key.namespace, target.name)
             previous = self._last.get(ref)
             # A pod read before whose load left the answer (no freshness) is read for its GPU (`_read_pod`).
-            read = ref in seen or (previous is not None and ref in answers.get("gpu_busy", ()))
+            read = ref not in self._other_pods and (
+                ref in seen or (previous is not None and ref in answers.get("gpu_busy", ())))
             sample, garbled = self._read_pod(ref, answers) if read else (None, False)
             models_garbled = models_garbled or garbled
             if sample is not None and sample.sampled_at is None:  # its GPU read, its load not
@@ -467,6 +481,7 @@ class PrometheusSource(SourceDefaults):
         for ref in [ref for ref in self._last if ref not in known]:
             del self._last[ref]
         self._garbage.forget(known, inventory)
+        self._other_pods.forget(known)
         for key in self._unseen.runtimes() - inventory.keys():
             self.forget(key)
 

@@ -15,7 +15,9 @@ jobs is as fresh as the later scrape) that are not newer than the pod's newest s
 (`prometheus_current`): the signals are read from that scrape, so the pod is as fresh as it, not as a later
 scrape of a job that keeps only the exporter's own series (whose success time passed a slow or stopped job's
 signals, up to the lookback old, as fresh). A pod whose exporter reports no such series (or whose scrape with
-signals has none) falls back to the scrape time of its request rate. The GPU signal has its own freshness query:
+signals has none) falls back to the scrape time of its request rate. Beside the pods' freshness, the answer has a
+series for each pod whose `modelmesh_exporter_pod_info` names another pod (`prometheus_other_pod`), which the
+source leaves out. The GPU signal has its own freshness query:
 the exporter's `collector="gpu"` timestamp (same minimum, same scrape), or with DCGM the series' own sample times
 (`DCGM_FI_DEV_GPU_UTIL` of whole GPUs, `DCGM_FI_PROF_GR_ENGINE_ACTIVE` of MIG instances).
 Those times are on Prometheus's clock; `PrometheusReader.clock_offset_s` says how far it is from the adapter's
@@ -39,6 +41,7 @@ from typing import Final, Literal
 from autoscaler.sources.exposition import CLOCK_TOLERANCE_S
 from autoscaler.sources.prometheus_current import from_newest_scrape, scraped_after_newest_scrape
 from autoscaler.sources.prometheus_matchers import EVERY_SERIES, SeriesMatchers
+from autoscaler.sources.prometheus_other_pod import other_pod_series, with_other_pods
 from exporter import names
 
 GpuSource = Literal["exporter", "dcgm"]
@@ -147,6 +150,9 @@ def build_queries(
         gpu_freshness = newest(gpu_success)
     # A pod whose exporter reports no success time: the newest scrape of its request rate.
     freshness = f"{newest(last_success)} or max by ({by}) (timestamp({exporter(names.REQUESTS_PER_SECOND)}))"
+    # Beside it, the pods whose exporter names another pod (`prometheus_other_pod`): left out, not read as theirs.
+    freshness = with_other_pods(freshness, other_pod_series(matchers, namespace_label=namespace_label,
+                                                            pod_label=pod_label))
 
     def signal(series: str) -> str:
         return f"max by ({by}) ({from_newest_scrape(exporter(series), by, scraped_with_signals)})"

@@ -45,9 +45,11 @@ from autoscaler.sources.prometheus_answers import (
 )
 from autoscaler.sources.prometheus_instant import CLOCK_QUERY, evaluation_time, pinned
 from autoscaler.sources.prometheus_limits import named
+from autoscaler.sources.prometheus_other_pod import answered
 from autoscaler.sources.prometheus_promql import RECENT_MODELS, PodRef, SignalQuery
 from exporter import names
 from exporter.flag_values import without_password
+from exporter.pod_identity import PodIdentity
 
 log = logging.getLogger("autoscaler.sources.prometheus")  # the source's logger: operators filter on one name
 
@@ -115,6 +117,9 @@ class PrometheusReader:
         self.unlabelled: list[str] = []
         """The queries of the last round that answered series without the namespace or pod label (one per series,
         appended from the query threads): Prometheus names them otherwise, and the flags say how."""
+        self.other_pods: dict[PodRef, PodIdentity] = {}
+        """The last round's pods whose exporter names another pod (`prometheus_other_pod`: the freshness answer's
+        extra series, set apart from its values), and the pod it names."""
         self.warnings: list[str] = []
         """What the last round's answers said about themselves (Thanos's partial-response `warnings`), in order,
         without repeats; appended from the query threads."""
@@ -158,7 +163,7 @@ class PrometheusReader:
         Partial answers would be worse than none: a missing GPU query would read as "this pod has no GPU".
         """
         self._read_token()
-        self.warnings, self.unlabelled = [], []
+        self.warnings, self.unlabelled, self.other_pods = [], [], {}
         self.models, self.models_error = None, None
         self._round += 1
         round_ = self._round
@@ -351,6 +356,10 @@ class PrometheusReader:
         for item in result:
             try:
                 labels, value = item["metric"], item["value"]
+                claimed = answered(labels, self._ns_label, self._pod_label) if isinstance(labels, dict) else None
+                if claimed is not None:  # not a value: the series' exporter is another pod's
+                    self.other_pods[self._pod_key(labels)] = claimed
+                    continue
                 values[key(labels)] = value[1]
             except (KeyError, IndexError, TypeError) as error:
                 if isinstance(item, dict) and isinstance(item.get("metric"), dict) and "value" in item:
