@@ -115,6 +115,9 @@ _SERIES = {field: series for series, field in SCALAR_FIELDS.items()} | {
 }
 """The series a signal is read from, as /debug and the refusal of a value above its ceiling name it."""
 
+KIND_UNLABELLED = "empty, series without the labels"
+"""The `PrometheusSourceError.kind` of an empty answer whose series lack the namespace or pod label."""
+
 FLAP_QUIET_S = 60.0
 """How long after an outage's line a new outage for the same reason is only counted (as the exporter does)."""
 _OUTAGE_SERVES = ('every runtime\'s values unknown (503 "metric source down"), the HPAs hold their replicas, '
@@ -354,6 +357,9 @@ class PrometheusSource(SourceDefaults):
                 "relabelling names them otherwise: kubernetes_namespace and kubernetes_pod_name with the classic "
                 "kubernetes_sd_configs one); give the names with --prometheus-namespace-label and "
                 "--prometheus-pod-label",
+                # A kind of its own: an outage that began empty (the adapter started before the first scrape) says
+                # this advice once when it becomes true, where its line said only `0 series with other labels`.
+                KIND_UNLABELLED,
             )
         if any(pod.ready for _, pod in pods):
             raise PrometheusSourceError(
