@@ -30,6 +30,9 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
   an answer does (and turn stale). Logged once per set of warnings, and when the answers are complete again;
   not an error, but counted (`partial_answers`, one per refresh) and, for the runtimes with a Ready pod missing
   from them, a `partial` problem in /debug (`problems`; `prometheus_partial`).
+- a Ready pod has no series while others of its runtime have them: named in the log once it is `max_staleness_s`
+  old (and when it has series again), an `unseen` problem of the pod in /debug meanwhile (`prometheus_missing_pods`);
+  not an error.
 - none of a runtime's Ready pods has series for UNSEEN_WARN_AFTER_S while other runtimes' pods have them
   (its namespace left out of what Prometheus scrapes): logged once, naming the runtime; not an error
   (`prometheus_unseen`).
@@ -88,6 +91,7 @@ from autoscaler.sources.prometheus_empty_answer import EmptyAfterGood
 from autoscaler.sources.prometheus_garbage import PrometheusGarbage
 from autoscaler.sources.prometheus_lookback import LookbackCheck
 from autoscaler.sources.prometheus_matchers import SeriesMatchers, promql_string
+from autoscaler.sources.prometheus_missing_pods import MissingPods
 from autoscaler.sources.prometheus_other_pod import OtherPods
 from autoscaler.sources.prometheus_partial import PartialAnswers
 from autoscaler.sources.prometheus_promql import (
@@ -222,6 +226,7 @@ class PrometheusSource(SourceDefaults):
         self._empty = EmptyAfterGood(self._url, FLAP_QUIET_S)
         self._recreated = RecreatedRuntimes()
         self._lookback = LookbackCheck(self._url, max_staleness_s)
+        self._missing = MissingPods(self._url, max_staleness_s)
 
     @property
     def outage_since(self) -> float | None:
@@ -278,6 +283,8 @@ class PrometheusSource(SourceDefaults):
             await self._check_scrapes(inventory, seen, now)
         if backend_ok and not held:
             self._unseen.note(inventory, seen, now)
+            if not self._reader.warnings:  # a partial answer's missing pods are `partial`'s
+                self._missing.note(inventory, seen, self._reader.other_pods, self._last, now)
             if self._gpu_source == "dcgm":
                 self._dcgm_unmatched.note(answers["gpu_busy"], seen, now)
         self._forget_vanished(inventory)
@@ -295,7 +302,7 @@ class PrometheusSource(SourceDefaults):
             problems += (partial,)
         elif (unseen := self._unseen.problem(key)) is not None:
             problems += (unseen,)
-        return problems + self._other_pods.problems(key) + self._garbage.problems(key)
+        return problems + self._missing.problems(key) + self._other_pods.problems(key) + self._garbage.problems(key)
 
     async def close(self) -> None:
         """Release the HTTP connections."""
@@ -496,6 +503,7 @@ class PrometheusSource(SourceDefaults):
         Deployment uid, `forgetting.RecreatedRuntimes`). What is kept per pod is the pod's: a new object's pods are
         other pods, and a pod no longer listed is forgotten as such (`_forget_vanished`)."""
         self._unseen.forget(key)
+        self._missing.forget(key)
 
     def _note_clock(self, offset_s: float) -> None:
         """Warn when Prometheus's clock is found off (or off by another minute), and say when it is right."""
