@@ -15,6 +15,7 @@ from typing import Final
 from autoscaler.policies.policy_values import MAX_STALENESS_RANGE_S
 from autoscaler.sources.prometheus_matchers import LABEL_NAME, parse_matchers
 from exporter.flag_values import (
+    LOAD_WINDOW_RANGE_S,
     csv,
     file_path,
     metrics_url,
@@ -25,7 +26,6 @@ from exporter.flag_values import (
     without_password,
 )
 from exporter.kube_names import DNS_SUBDOMAIN, NAMESPACE_RULE, namespace_problem, object_name_problem
-from exporter.settings import LOAD_WINDOW_RANGE_S
 
 MAX_WORKERS: Final = 64
 """The most serving processes `--workers` starts: one per core the pod may use is the most that helps, and each

@@ -21,7 +21,9 @@ from exporter import build_info, env_flags
 from exporter.connection_cap import MAX_CONNECTIONS
 from exporter.env_flags import EnvFlag, EnvFlagError, resolve_flags, settings_fields
 from exporter.flag_values import (
+    LOAD_WINDOW_RANGE_S,
     LOG_LEVELS,
+    MODELMESH_INTERVAL_RANGE_S,
     SECONDS_FORMS,
     boolean,
     ca_file,
@@ -117,20 +119,11 @@ def setting(flag: str, value: str = "") -> str:
 # ---- this program's own converters (those both take: exporter.flag_values) ----
 
 
-MODELMESH_INTERVAL_RANGE_S = (0.1, 3600.0)
-"""The ModelMesh read intervals taken: 1e-6 (a slip of unit) polled ModelMesh without pause, a third of a core."""
 
 
 modelmesh_interval = seconds_within(*MODELMESH_INTERVAL_RANGE_S)
 """Seconds between ModelMesh reads, within `MODELMESH_INTERVAL_RANGE_S`."""
 
-
-LOAD_WINDOW_RANGE_S = (MODELMESH_INTERVAL_RANGE_S[0], 3600.0)
-"""The load windows taken. The window keeps every reading within it: `--load-window 1e12` kept every reading for
-ever, the sidecar's memory growing towards its 256Mi limit (some 9 MB a day at the 5 s interval). An hour keeps at
-most 36,000 readings at the shortest interval (0.1 s), a few MB, and is already far longer than any scaling
-decision looks back (the HPA's 15 s syncs; the adapter's `--window` reports it); it is also the longest interval,
-which the window must cover. Below, the shortest interval: a window shorter than the interval is refused anyway."""
 
 load_window = seconds_within(*LOAD_WINDOW_RANGE_S)
 """Seconds of the load window, within `LOAD_WINDOW_RANGE_S`."""

@@ -352,6 +352,17 @@ def healthz_counted(url: str, at_least: int) -> float | None:
     return count if count >= at_least else None
 
 
+def test_reading_serve_flags_leaves_prometheus_client_unimported_so_an_inherited_multiproc_dir_can_be_dropped() -> None:
+    """prometheus_client picks file-backed values at import when PROMETHEUS_MULTIPROC_DIR is set; `serve` drops the
+    variable after reading its flags. A flag's range imported from the exporter's settings (which import its
+    connection cap, and prometheus_client with it) made `serve` with the variable set exit with a TypeError from
+    prometheus_client before it served anything."""
+    code = ("import sys; from autoscaler.cli import build_parser; build_parser(); "
+            "print('prometheus_client' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert result.stdout.strip() == "False", result.stderr
+
+
 @pytest.mark.parametrize("workers", ["0", "1", "2"])
 def test_counters_of_a_restarted_adapter_start_from_zero_whatever_prometheus_multiproc_dir_says(
         tmp_path: Path, targets: Path, workers: str) -> None:
