@@ -51,6 +51,7 @@ from autoscaler.sources.scrape_fetch import (
     FetchError,
     fetch_exposition,
     scrape_timeout,
+    timeout_hint,
 )
 from autoscaler.sources.scrape_keepalive import scrape_keepalive_s
 from autoscaler.sources.scrape_news import ScrapeNews
@@ -224,7 +225,8 @@ class ScrapeSource(SourceDefaults):
                 return key, self._fallback(key, pod)
             except asyncio.CancelledError:
                 self._failed(key, pod, names.REASON_TIMEOUT,
-                             f"{_shown(pod)}: no answer before the refresh deadline of {self._deadline_s:g} s", now,
+                             f"{_shown(pod)}: no answer before the refresh deadline of {self._deadline_s:g} s; "
+                             f"{timeout_hint(pod.url or '')}", now,
                              time.monotonic() - started)
                 raise
         sample = reading.sample

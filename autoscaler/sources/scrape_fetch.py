@@ -8,7 +8,8 @@ over the cap is abandoned and its connection closed as soon as the cap is passed
 Failure reasons are the exporter's own (`exporter.names.REASON_*`: a TLS failure is `tls` on both sides),
 plus `too_large`. The detail (logged, and shown in /debug for the pod) says the failure as OpenSSL or HTTP says
 it, and what to change where the failure names it: a CA to trust, a certificate out of its dates, plain http
-(either way round), a refusing proxy, a wrong port, no sidecar listening.
+(either way round), a refusing proxy, a wrong port (the one scraped named), no sidecar listening, packets
+dropped or a sidecar hung (a timeout).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import ssl
 from typing import Final
 
 import aiohttp
+from yarl import URL
 
 from autoscaler.log_lists import few
 from autoscaler.sources.exporter_said import quoted
@@ -75,10 +77,40 @@ PLAIN_TO_TLS_HINT: Final = ("an exporter serving HTTPS (given --tls-cert-file) r
 WENT_AWAY_HINT: Final = ("it answered over plain http before, so the scheme is not the cause: the pod or its exporter "
                          "sidecar went away (the pod deleted, the sidecar restarting or OOM-killed; kubectl describe "
                          "pod says which)")
-NOT_FOUND_HINT: Final = "no /metrics at that address: is the port the exporter's (9187), not ModelMesh's own?"
-CONNECT_HINT: Final = ("nothing accepts connections there: is the exporter sidecar in the pod and listening on "
-                      "--exporter-port (default 9187), and does a NetworkPolicy let the adapter reach it?")
-_HTTP_HINTS: Final = {401: REFUSED_HINT, 403: REFUSED_HINT, 404: NOT_FOUND_HINT}
+
+
+def not_found_hint(url: str) -> str:
+    """A 404: ModelMesh's own port, or another server's, rather than the exporter's. The port named is the one
+    scraped (`--exporter-port`, or a targets file's URL), not the default: an adapter given another port was
+    told to check 9187."""
+    return f"no /metrics at that address: is port {_port(url)} the exporter's (--exporter-port), not ModelMesh's own?"
+
+
+def connect_hint(url: str) -> str:
+    """A refused connection: no sidecar there, or not on the port scraped, or a policy that refuses."""
+    return (f"nothing accepts connections there: is the exporter sidecar in the pod and listening on port "
+            f"{_port(url)} (the adapter's --exporter-port, default 9187), and does a NetworkPolicy let the adapter "
+            "reach it?")
+
+
+def timeout_hint(url: str) -> str:
+    """No answer in time. A NetworkPolicy that drops the adapter's packets shows as this, not as a refusal (so
+    does one applied while a connection kept from before is open), and so does a hung sidecar: a stopped
+    process's socket still takes connections, the kernel answering for it, and never answers."""
+    return (f"a NetworkPolicy that drops the adapter's packets to port {_port(url)} (rather than refusing them), "
+            "a hung exporter sidecar (stopped, or throttled to no CPU) or a lost node shows as this: check the "
+            "NetworkPolicies selecting the pod and the sidecar (kubectl describe pod, its log)")
+
+
+def _port(url: str) -> int | str:
+    try:
+        port = URL(url).port
+    except ValueError:
+        port = None
+    return "--exporter-port" if port is None else port
+
+
+_HTTP_HINTS: Final = {401: REFUSED_HINT, 403: REFUSED_HINT}
 
 
 class FetchError(Exception):
@@ -107,18 +139,21 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
                     # plain HTTP to an HTTPS exporter (or any Go server): a connection refused, as it was before
                     # the exporter answered it, so the `connect` errors alerted on and the hint stay
                     raise FetchError(names.REASON_CONNECT, f"{url}: HTTP 400 '{GO_SAYS}'; {PLAIN_TO_TLS_HINT}")
-                hint = f"; {_HTTP_HINTS[response.status]}" if response.status in _HTTP_HINTS else ""
+                hint = (f"; {not_found_hint(url)}" if response.status == 404
+                        else f"; {_HTTP_HINTS[response.status]}" if response.status in _HTTP_HINTS else "")
                 raise FetchError(names.REASON_HTTP, f"HTTP {response.status} from {url}{hint}")
             body = await _read_capped(response, url, max_bytes)
     except aiohttp.ConnectionTimeoutError as error:
-        raise FetchError(names.REASON_TIMEOUT, f"no connection to {url} within {timeout.sock_connect} s") from error
+        raise FetchError(names.REASON_TIMEOUT, f"no connection to {url} within {timeout.sock_connect} s; "
+                                                f"{timeout_hint(url)}") from error
     except TimeoutError as error:
-        raise FetchError(names.REASON_TIMEOUT, f"no answer from {url} in {timeout.total} s") from error
+        raise FetchError(names.REASON_TIMEOUT, f"no answer from {url} in {timeout.total} s; "
+                                                f"{timeout_hint(url)}") from error
     except (aiohttp.ClientSSLError, ssl.SSLError) as error:
         raise FetchError(names.REASON_TLS, tls_detail(url, error, server_name)) from error
     except aiohttp.ClientConnectorError as error:
         # The OS's words, not aiohttp's ("Cannot connect to host ... ssl:default" read as TLS on an http:// URL)
-        raise FetchError(names.REASON_CONNECT, f"{url}: {error.os_error}; {CONNECT_HINT}") from error
+        raise FetchError(names.REASON_CONNECT, f"{url}: {error.os_error}; {connect_hint(url)}") from error
     except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as error:
         # TLS 1.3 ends the handshake before the server has judged the client's certificate: its refusal comes
         # at the first read, as the connection closed or reset, not as a TLS error.
