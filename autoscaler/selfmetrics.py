@@ -13,9 +13,10 @@ series exists (tests/test_no_created_series.py scrapes both formats).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, disable_created_metrics
+from prometheus_client.registry import Collector
 
 from autoscaler.kube.watch_health import FailureReason, Watched
 from autoscaler.model import RuntimeView
@@ -24,6 +25,7 @@ from autoscaler.policies.recommendation import MAX_REPLICAS, uncapped_recommenda
 from autoscaler.ranking_hold import EXPIRED, HoldReason
 from autoscaler.request_tally import RequestTally
 from autoscaler.runtime_gauges import RuntimeGauge
+from autoscaler.values_age import ValuesAge
 from exporter import build_info
 from exporter.names import BUILD_INFO_LABELS
 
@@ -35,6 +37,7 @@ class AdapterMetrics:
         self.per_runtime = per_runtime
         disable_created_metrics()  # type: ignore[no-untyped-call]  # the process's switch; the exporter turns it too
         self.registry = CollectorRegistry(auto_describe=True)
+        self._live: tuple[Collector, ...] = ()  # `serve_live_series`
         self.tally = RequestTally()
         """The serving path counts into its series through this (`autoscaler.request_tally`)."""
         self.build_info = Gauge(
@@ -240,6 +243,18 @@ class AdapterMetrics:
             for gauge in self.object_gauges:
                 self.registry.register(gauge)
         self.leader: Gauge | None = None  # published by `set_leader`, once this replica acts on the cluster
+
+    def serve_live_series(self, updated_at: Callable[[], float | None]) -> None:
+        """Publish, in the one-process mode, the series read at each scrape: `process_*` (start time, CPU, memory,
+        open files: without them a restart, a crash loop or a leak was invisible to Prometheus) and the age of the
+        values served (`autoscaler.values_age`). A serving worker puts its own on its page instead, process_* of
+        its refresh process (`selfmetrics_split.worker_metrics_handler`), so they are never among the series
+        the refresh process sends. Called again (an app built again), it replaces them."""
+        for collector in self._live:
+            self.registry.unregister(collector)
+        self._live = (ProcessCollector(registry=None), ValuesAge(updated_at))
+        for collector in self._live:
+            self.registry.register(collector)
 
     def set_leader(self, leading: bool) -> None:
         """Publish whether this replica writes to the cluster. The series exists only once it acts on the

@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler
-from prometheus_client import CollectorRegistry, disable_created_metrics
+from prometheus_client import CollectorRegistry, ProcessCollector, disable_created_metrics
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 from exporter import names
@@ -110,6 +110,9 @@ def build_app(settings: ExporterSettings) -> web.Application:
     connections = ConnectionCounts()
     registry.register(connections)
     registry.register(BuildInfoCollector())
+    # process_* (start time, CPU, memory, open files): a sidecar restarting (OOM-killed at its limit, crash-
+    # looping) showed only as its counters back at zero. Before the pod's family, which stays last.
+    ProcessCollector(registry=registry)
     # The pod's family stays last: the adapter's fast reader looks for it there (autoscaler/sources/exporter_text.py)
     if settings.identity.labels():  # none given (a sidecar patched before the variables): no series, read as before
         registry.register(PodInfoCollector(settings.identity))

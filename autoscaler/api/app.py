@@ -249,7 +249,8 @@ def build_api_app(source: Refresher | SnapshotStore, metrics: AdapterMetrics, ga
     app.cleanup_ctx.append(_flush_tally)
     serving = Serving(metrics, gate)
     if isinstance(source, Refresher):
-        app[SNAPSHOT_KEY] = RefresherSnapshots(source)
+        app[SNAPSHOT_KEY] = snapshots = RefresherSnapshots(source)
+        metrics.serve_live_series(lambda: snapshots.updated_at)
         metrics_handler = _flushed(metrics, make_aiohttp_handler(metrics.registry))
     else:
         app[SNAPSHOT_KEY] = source

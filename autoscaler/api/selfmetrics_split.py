@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, ProcessCollector, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -31,6 +31,7 @@ from prometheus_client.registry import Collector
 from autoscaler.api.snapshot import SnapshotStore
 from autoscaler.api.status import ApiResponse
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.values_age import ValuesAge
 
 MULTIPROCESS_DIRECTORY = "PROMETHEUS_MULTIPROC_DIR"
 """prometheus_client's switch to multiprocess values: read when it is imported, so it must be in a worker's
@@ -96,7 +97,13 @@ def render_refresh_metrics(metrics: AdapterMetrics) -> bytes:
 
 
 def worker_metrics_handler(metrics: AdapterMetrics, snapshots: SnapshotStore) -> Handler:
-    own = serving_families(metrics)
+    """The worker's page: its serving series, the `process_*` of the refresh process (its parent: the pod's
+    main process, PID 1 in the container, whose start time is the container's), read live from /proc so that
+    they move while the refresh hangs, the age of the values it serves (`autoscaler.values_age`), then the
+    refresh's series as last sent."""
+    refresh_pid = os.getppid()
+    own = Collectors((serving_families(metrics), ProcessCollector(pid=lambda: refresh_pid, registry=None),
+                      ValuesAge(lambda: snapshots.updated_at)))
 
     async def handler(request: web.Request) -> web.Response:
         body = generate_latest(own) + snapshots.current.refresh_metrics

@@ -25,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.api.certs import CertificateFiles, generate_self_signed, server_context
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
+from autoscaler.sources.exposition import read_exporter_text
 from exporter import names
 from exporter.app import REGISTRY_KEY, build_app
 from exporter.flag_values import seconds
@@ -132,6 +133,23 @@ async def test_promtool_is_clean_in_every_modelmesh_state(
     down_samples = samples(down)
     assert down_samples[(names.SCRAPE_ERRORS_TOTAL, (("collector", "modelmesh"), ("reason", "connect")))] >= 1
     assert (names.REQUESTS_PER_SECOND, ()) in down_samples  # the last good value is still served
+
+
+async def test_the_exporter_says_when_it_started_and_what_it_holds(
+    aiohttp_client: AiohttpClient, modelmesh: Served, modelmesh_cert: CertificateFiles,
+) -> None:
+    """`process_*`, so that a sidecar restarting (OOM-killed at its limit, crash-looping) and its memory and open
+    files are in Prometheus: its registry had none, and a restart showed only as counters back at zero. The
+    adapter still reads the page, the pod's family last as its fast reader wants it."""
+    settings = exporter_settings(modelmesh.url, modelmesh_cert.cert_file,
+                                 identity=PodIdentity(namespace="ml", name="p-0"))
+    client = await aiohttp_client(build_app(settings))
+    text = await poll_metrics(client, success_is(1.0))
+    page = samples(text)
+    assert 0 < page[("process_start_time_seconds", ())] <= time.time()
+    assert page[("process_resident_memory_bytes", ())] > 0 and page[("process_open_fds", ())] > 0
+    assert text.rstrip().splitlines()[-1].startswith(names.POD_INFO), text[-400:]
+    assert read_exporter_text(text, "p-0", True, time.time()).pod is not None
 
 
 async def test_each_scrape_reports_the_exporters_clock_at_that_scrape(

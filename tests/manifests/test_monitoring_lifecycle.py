@@ -71,6 +71,8 @@ def adapter(pod: str, start: int, end: int, runtimes: dict[str, tuple[int, int]]
     path = API_PATH
     series = [
         (f"up{{{labels}}}", f"1x{n}"),
+        (f"process_start_time_seconds{{{labels}}}", f"{1_700_000_000 + 60 * start}x{n}"),  # a new pod: no restart
+        (f"modelmesh_autoscaler_values_age_seconds{{{labels}}}", f"3x{n}"),
         (f"modelmesh_autoscaler_leader{{{labels}}}", f"0 1x{n - 1}"),
         (f'modelmesh_autoscaler_api_requests_total{{{labels}, path="{path}", code="200"}}', f"0 0+320x{n - 1}"),
         (f'modelmesh_autoscaler_api_requests_total{{{labels}, path="{path}", code="503"}}', f"0 12x{n - 1}"),
