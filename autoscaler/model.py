@@ -116,6 +116,11 @@ class RuntimeSnapshot:
     query failed or answered partly; a pod, Prometheus's or a scraped exporter's, published last-served times
     that were every one garbage): pods without it are no evidence that ModelMesh stopped reporting it, so the
     runtime's memory of per-model use does not age (`models_forgetting`)."""
+    read_failures: Mapping[str, str] = field(default_factory=dict)
+    """Why the source's last read of a pod failed, in a few words (`scrape failed (connect)`), by pod name, where
+    it did (the pod's sample is then its last good one, or none). Said in place of "no request load" for a pod
+    not fresh (`policies.warmup`), which sent an operator to ModelMesh for a scrape refused at a wrong
+    --exporter-port."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
 from autoscaler.api import documents
+from autoscaler.api.debug_document import SourceState
 from autoscaler.api.list_options import BadListOption
 from autoscaler.api.quantity import MAX_SERVABLE, milli_quantity
 from autoscaler.api.selector import (
@@ -54,16 +55,18 @@ from exporter.log_limit import LogLimiter
 METRICS_KEY: web.AppKey[AdapterMetrics] = web.AppKey("metrics", AdapterMetrics)
 
 
-def metric_answer(view: RuntimeView, metric: ServedMetric) -> Answer:
+def metric_answer(view: RuntimeView, metric: ServedMetric, source: SourceState | None = None) -> Answer:
     """The ExternalMetricValueList of one runtime and metric, or the 503 while it is unknown."""
-    return metric_answers(view, (metric,))[0]
+    return metric_answers(view, (metric,), source)[0]
 
 
-def metric_answers(view: RuntimeView, metrics: tuple[ServedMetric, ...]) -> tuple[Answer, ...]:
+def metric_answers(view: RuntimeView, metrics: tuple[ServedMetric, ...],
+                   source: SourceState | None = None) -> tuple[Answer, ...]:
     """`metric_answer` for each of `metrics`, the runtime's labels encoded once for all of them (not at all
-    while it is unknown: every answer is then the 503)."""
+    while it is unknown: every answer is then the 503). `source`: the refresh's source and what fails now for
+    the runtime, which a 503's lasting cause leads with (`unserved.lasting_cause`)."""
     labels = json.dumps(runtime_labels(view.key.deployment)) if view.known else ""
-    return tuple(_metric_answer(view, metric, labels) for metric in metrics)
+    return tuple(_metric_answer(view, metric, labels, source) for metric in metrics)
 
 
 _ITEM_HEAD: Final = {
@@ -92,7 +95,7 @@ def unknown_because(view: RuntimeView) -> str:
     return view.reason.removesuffix(_HELD) or "no fresh data"
 
 
-def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answer:
+def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str, source: SourceState | None = None) -> Answer:
     """The answer as `json.dumps` of
 
         {"kind": "ExternalMetricValueList", "apiVersion": GROUP_VERSION, "metadata": {},
@@ -105,9 +108,11 @@ def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answ
     another number (`autoscaler.api.quantity`) is unknown: a 503, as KEDA's document has `null` for it."""
     served = view.values.get(metric)
     if not view.known or served is None or (value := served.value) is None or served.timestamp is None:
-        cause = lasting_cause(view, metric)
+        cause = lasting_cause(view, metric, source)
         if cause is not None:
-            now = "" if view.known else f"; {unknown_because(view)}"
+            # Unknown with a lasting cause is no pod ever read: the view's reason (warming up, coverage, each
+            # pod's missing load) only says it again, at length, where the source is known to say why
+            now = "" if view.known or source is not None else f"; {unknown_because(view)}"
             return unknown_answer(view, f"{metric.value} for runtime {view.key} is not served: {cause}{now}; "
                                         f"the HPA holds its current replicas; why: {debug_path(view)}")
         return unknown_answer(view, f"{metric.value} for runtime {view.key} is unknown right now: "

@@ -34,8 +34,8 @@ class DebugSource(ProblemSource, Protocol):
 def render_runtime(view: RuntimeView, policy: PolicyExplained | None = None,
                    source: SourceState | None = None, urls: PodUrls | None = None) -> RuntimeAnswers:
     return RuntimeAnswers(
-        metric_answers(view, METRICS),
-        runtimes.keda_answer(view),
+        metric_answers(view, METRICS, source),
+        runtimes.keda_answer(view, source),
         debug_record(view, policy, source, urls),
     )
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from autoscaler.api.debug_document import debug_json
+from autoscaler.api.debug_document import SourceState, debug_json
 from autoscaler.api.handlers import (
     METRICS_KEY,
     debug_path,
@@ -66,13 +66,15 @@ def keda_values(view: RuntimeView) -> tuple[dict[str, Any], float | None]:
     return values, oldest
 
 
-def keda_answer(view: RuntimeView) -> Answer:
-    """The KEDA endpoint's answer for a runtime: its values, or the 503 while they are unknown."""
+def keda_answer(view: RuntimeView, source: SourceState | None = None) -> Answer:
+    """The KEDA endpoint's answer for a runtime: its values, or the 503 while they are unknown (its lasting cause
+    led by what `source` says fails, as the external metrics' 503 is: `handlers.metric_answers`)."""
     if not view.known:
-        cause = lasting_cause(view)
+        cause = lasting_cause(view, source=source)
         if cause is not None:
-            return unknown_answer(view, f"values of runtime {view.key} are not served: {cause}; "
-                                        f"{unknown_because(view)}; scalers should hold; why: {debug_path(view)}")
+            now = "" if source is not None else f"{unknown_because(view)}; "
+            return unknown_answer(view, f"values of runtime {view.key} are not served: {cause}; {now}"
+                                        f"scalers should hold; why: {debug_path(view)}")
         return unknown_answer(view, f"values of runtime {view.key} are unknown right now: "
                                     f"{unknown_because(view)}; scalers should hold; why: {debug_path(view)}")
     document, oldest = keda_values(view)

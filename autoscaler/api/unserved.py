@@ -18,14 +18,21 @@ The lasting causes, as the decision and the sources leave them:
 - **ModelMesh never read** (every value, and KEDA's document): no Ready pod's load data was ever read since the
   adapter found the runtime (`PodView.age_s` None on each), the source answering: the exporters cannot read
   ModelMesh (their GPU readings, where fresh, show they answer), or are not reached; with `--source prometheus`,
-  Prometheus has no exporter series of the pods. The view does not say which source read it, so the message
-  names what to check for each (the scrape source's first, the default).
+  Prometheus has no exporter series of the pods. The message leads with what the adapter knows: its source and,
+  where that source says why it reads nothing of the pods (`SourceState`: a scrape refused, timed out, a TLS
+  failure, an exporter that cannot read ModelMesh; Prometheus's missing series), the failure in the source's own
+  words, the pod's port and what to check included; else what to check for that source alone. A message that named
+  every source's checks (the exporter's --modelmesh-url first, then Prometheus's PodMonitors, for a scrape refused
+  at a wrong --exporter-port) ran to 900 characters, which `kubectl describe hpa` shows whole. Without a
+  `SourceState` (no source given) it names what to check for each source, the scrape source's first.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Final
 
+from autoscaler.api.debug_document import SourceState
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeView
 from autoscaler.names import ServedMetric
@@ -65,11 +72,13 @@ _PROMETHEUS_UNSEEN: Final = (
 """The same case read from Prometheus, where the adapter reaches no exporter: what to check there instead."""
 
 
-def lasting_cause(view: RuntimeView, metric: ServedMetric | None = None) -> str | None:
+def lasting_cause(view: RuntimeView, metric: ServedMetric | None = None,
+                  source: SourceState | None = None) -> str | None:
     """Why `metric` (None: every value, as KEDA's document has them) of `view` is not served for good, with
-    what to change; None where its 503 is a moment's gap. Asked only of values the API does not serve."""
+    what to change; None where its 503 is a moment's gap. Asked only of values the API does not serve.
+    `source`: the refresh's source and its problems for the runtime, which the cause then leads with."""
     if not view.known:
-        return _modelmesh_never_read(view)
+        return _modelmesh_never_read(view, source)
     found = None if metric is None else _SIGNAL_CAUSES.get(metric)
     if found is None or metric is None or metric.value in view.held:  # held: a gap the view's reason explains
         return None
@@ -83,7 +92,7 @@ def lasting_cause(view: RuntimeView, metric: ServedMetric | None = None) -> str 
     return None
 
 
-def _modelmesh_never_read(view: RuntimeView) -> str | None:
+def _modelmesh_never_read(view: RuntimeView, source: SourceState | None = None) -> str | None:
     """The cause where no Ready pod's load data was ever read, the source answering; else None."""
     if view.reason.startswith(SOURCE_DOWN) or view.scaled_to_zero:
         return None
@@ -91,10 +100,33 @@ def _modelmesh_never_read(view: RuntimeView) -> str | None:
     if not ready or any(pod.age_s is not None for pod in ready):
         return None
     names = few([pod.name for pod in ready], 3)
-    if any(state == FRESH for pod in ready for signal, state in pod.signals if signal == SIGNAL_GPU):
-        return (f"no ready pod's load data has been read since the adapter found the runtime ({names}), though "
-                "their GPU readings are fresh: with the scrape source (the default), the exporters answer and "
-                f"cannot read ModelMesh; {_CHECK_MODELMESH}; {_PROMETHEUS_UNSEEN}")
-    return (f"no ready pod's load data has been read since the adapter found the runtime ({names}): with the scrape "
-            "source (the default), the adapter does not reach their exporters (the sidecar in the pods, its port, "
-            f"NetworkPolicies), or they cannot read ModelMesh; {_CHECK_MODELMESH}; {_PROMETHEUS_UNSEEN}")
+    gpu_fresh = any(state == FRESH for pod in ready for signal, state in pod.signals if signal == SIGNAL_GPU)
+    never = f"no ready pod's load data has been read since the adapter found the runtime ({names})"
+    if source is not None:
+        said = _source_says(source, {pod.name for pod in ready})
+        if said is not None:
+            return f"the {source[0]} source reads nothing of its ready pods: {said}"
+        if source[0] == "prometheus":  # nothing of the adapter reaching the exporters: Prometheus does
+            return f"{never}: {_PROMETHEUS_UNSEEN}, or the exporters cannot read ModelMesh; {_CHECK_MODELMESH}"
+    if gpu_fresh:
+        cause = (f"{never}, though their GPU readings are fresh: with the scrape source (the default), the exporters "
+                 f"answer and cannot read ModelMesh; {_CHECK_MODELMESH}")
+    else:
+        cause = (f"{never}: with the scrape source (the default), the adapter does not reach their exporters (the "
+                 f"sidecar in the pods, its port, NetworkPolicies), or they cannot read ModelMesh; {_CHECK_MODELMESH}")
+    return cause if source is not None and source[0] == "scrape" else f"{cause}; {_PROMETHEUS_UNSEEN}"
+
+
+def _source_says(source: SourceState, ready: set[str]) -> str | None:
+    """What the source says fails for the runtime's Ready pods (or for the whole runtime), by reason, with one
+    problem in its own words (its hint, the port scraped, included); None where it says nothing."""
+    _, problems = source
+    named = [problem for problem in problems if problem.pod is None or problem.pod in ready]
+    if not named:
+        return None
+    counted = Counter(problem.reason for problem in named)
+    reasons = ", ".join(f"{reason} ({count} {'pod' if count == 1 else 'pods'})" if any(
+        problem.pod is not None for problem in named if problem.reason == reason) else reason
+        for reason, count in counted.items())
+    first = named[0]
+    return f"{reasons}; {first.pod + ': ' if first.pod else ''}{first.detail}"

@@ -40,6 +40,7 @@ the replicas the Deployment then asks for, rather than resuming values from befo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from autoscaler.log_lists import few
@@ -162,12 +163,13 @@ def decide_remembering(
         view = replace(view, reason="; ".join(part for part in (ASK_UNREAD, view.reason) if part))
     if view.complete:
         return view, seeded, None
+    failures = snapshot.read_failures
     if _whole_for_replicas(view, policy):  # the values it lacks stay unknown, as for a warm runtime
         view, seeded = whole_or_unknown(view, seeded, seed)
         return view, seeded, None
     if left > 0.0:
         grace = f"in {left:.0f} s (warmup_grace_s) with {_DESIRED.value} not below the current {floor} replicas"
-        unseen = f"warming up: the adapter has no memory of this runtime and {_unseen(view)}"
+        unseen = f"warming up: the adapter has no memory of this runtime and {_unseen(view, failures)}"
         why = f"{unseen}; served once every ready pod is fresh, or {grace}"
         if not snapshot.source_ok:  # the cause, first, and nothing is served while it lasts, grace or not
             why = (f"{SOURCE_DOWN}; values unknown (503) until it answers; {unseen}; once it answers, served when "
@@ -175,8 +177,8 @@ def decide_remembering(
                    f"{_DESIRED.value} not below the current {floor} replicas")
         state = replace(warm, misses=view.consecutive_misses, warned_no_capacity=seeded.warned_no_capacity)
         return _unserved(view, why), None, state
-    note = (f"warm-up grace period over with {_unseen(view)}: {_DESIRED.value} not below the current {floor} "
-            "replicas")
+    note = (f"warm-up grace period over with {_unseen(view, failures)}: {_DESIRED.value} not below the current "
+            f"{floor} replicas")
     parts = (note, view.reason)
     if not snapshot.source_ok:  # still nothing to serve: the outage first, the grace for when it ends
         parts = (view.reason, f"warm-up grace period over: once the source answers, {_DESIRED.value} is served "
@@ -229,15 +231,21 @@ def _named(names: list[str]) -> str:
     return few(names, _SHOWN_PODS)
 
 
-def _lacking_load(age_s: float | None) -> str:
+def _lacking_load(age_s: float | None, failure: str | None = None) -> str:
     """What a pod without fresh load data lacks, where no load signal of its own says so (the runtime expects
     none yet: no pod reports one). Said, not "no data": its GPU reading may be fresh, and it is ModelMesh's load
-    (request rate, queue, cache) that the exporter has not read (`age_s` None) or read too long ago."""
+    (request rate, queue, cache) that the exporter has not read (`age_s` None) or read too long ago. Where the
+    source's last read of the pod failed, that failure (`RuntimeSnapshot.read_failures`, `scrape failed (connect)`):
+    "no request load" for a scrape refused sent operators to ModelMesh."""
+    if failure is not None:
+        return failure if age_s is None else f"request load stale, {failure}"
     return "no request load" if age_s is None else "request load stale"
 
 
-def _unseen(view: RuntimeView) -> str:
-    """Which Ready pods lack which signal, e.g. "3 of 4 ready pods fresh (pod-0: gpu stale, requests stale)"."""
+def _unseen(view: RuntimeView, failures: Mapping[str, str] | None = None) -> str:
+    """Which Ready pods lack which signal, e.g. "3 of 4 ready pods fresh (pod-0: gpu stale, requests stale)";
+    `failures`: why the source's last read of a pod failed, by pod name, said for a pod lacking its load."""
+    failures = failures or {}
     lacking = []
     for pod in view.pods:
         if not pod.ready:
@@ -245,7 +253,7 @@ def _unseen(view: RuntimeView) -> str:
         bad = [f"{signal} {state}" for signal, state in pod.signals if state not in (FRESH, ABSENT, NONE)]
         if not pod.fresh and not any(signal in _LOAD_SIGNALS and state not in (FRESH, ABSENT, NONE)
                                      for signal, state in pod.signals):
-            bad.append(_lacking_load(pod.age_s))
+            bad.append(_lacking_load(pod.age_s, failures.get(pod.name)))
         if bad:
             lacking.append(f"{pod.name}: {', '.join(bad)}")
     shown = few(lacking, _SHOWN_PODS, sep="; ", more="; {} more") if lacking else ""

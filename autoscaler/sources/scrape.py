@@ -77,6 +77,9 @@ REASON_NO_EXPORTER: Final = "no_exporter"
 REASON_NOT_SCRAPED: Final = "not_scraped"
 """A `SourceProblem`'s reason, not an error: the pod's scrape was still queued behind --scrape-concurrency when
 the refresh's deadline passed, so it was never sent."""
+_ANSWERED_OR_UNSENT: Final = frozenset({REASON_GARBAGE, REASON_NO_EXPORTER, REASON_NOT_SCRAPED, REASON_ADDRESS_REUSED})
+"""Problems that are no failed scrape (`RuntimeSnapshot.read_failures`): an answer without usable load data (said in the
+runtime's own words: its signals are held), no sidecar, a scrape never sent."""
 _GARBLED: Final = ("answered, but with no usable ModelMesh reading (a request rate that is NaN, infinite or "
                    "negative, or missing beside the other rates, or no modelmesh last-success timestamp): its load "
                    "signals are held")
@@ -185,9 +188,20 @@ class ScrapeSource(SourceDefaults):
         for key, pod in pods:
             by_runtime[key].append(samples[key, pod.name])
         return [
-            runtime.snapshot(tuple(by_runtime[key]), now, outage.healthy(key.namespace), key in self._models_unread)
+            self._with_failures(runtime.snapshot(tuple(by_runtime[key]), now, outage.healthy(key.namespace),
+                                                 key in self._models_unread))
             for key, runtime in inventory.items()
         ]
+
+    def _with_failures(self, snapshot: RuntimeSnapshot) -> RuntimeSnapshot:
+        """`snapshot` with why its pods' last scrapes failed (`RuntimeSnapshot.read_failures`), where they did:
+        a pod waiting out its backoff too."""
+        failing = self._failing.get(snapshot.key)
+        if not failing:
+            return snapshot
+        failures = {pod: f"scrape failed ({problem.reason})" for pod, problem in failing.items()
+                    if problem.reason not in _ANSWERED_OR_UNSENT}
+        return replace(snapshot, read_failures=failures) if failures else snapshot
 
     def _fallback(self, key: RuntimeKey, pod: PodTarget) -> PodSample:
         """The pod's last good sample, or none. Not another pod's of the same name (created again: a StatefulSet-

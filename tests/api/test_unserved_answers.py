@@ -99,6 +99,27 @@ async def test_exporters_that_never_read_modelmesh_name_the_setting(aiohttp_clie
         assert "--modelmesh-url" in message and "scalers should hold" in message, message
 
 
+class NamedSource(PodsSource):
+    """`PodsSource` under a real source's name, no load ever read, and nothing it says fails."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(None)
+        self.name = name
+
+
+async def test_a_known_source_is_told_its_own_checks_only(aiohttp_client: Any) -> None:
+    """The adapter knows which source it reads: the scrape source's 503 said what a Prometheus PodMonitor may drop,
+    and --source prometheus's how the adapter reaches the exporters' port."""
+    scraping = await served(aiohttp_client, NamedSource("scrape"))
+    status, message = await answer(scraping, ServedMetric.REQUEST_LOAD)
+    assert status == 503 and "--modelmesh-url" in message, message
+    assert "Prometheus" not in message and "PodMonitor" not in message, message
+    reading = await served(aiohttp_client, NamedSource("prometheus"))
+    status, message = await answer(reading, ServedMetric.REQUEST_LOAD)
+    assert status == 503 and "Prometheus keeps no exporter series" in message and "--modelmesh-url" in message
+    assert "with the scrape source" not in message and "NetworkPolicies" not in message, message
+
+
 async def test_fresh_load_without_a_request_rate_says_which_series_is_missing(aiohttp_client: Any) -> None:
     client = await served(aiohttp_client, PodsSource({**FULL, "requests_per_second": None}))  # type: ignore[dict-item]
     status, _ = await answer(client, ServedMetric.DESIRED_REPLICAS)

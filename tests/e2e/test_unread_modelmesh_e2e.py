@@ -3,7 +3,8 @@ them: `kubectl get --raw` of a metric, KEDA's endpoint, and the adapter's log. F
 (fake NVML, so each pod has a fresh GPU reading) → the adapter, scraping.
 
 Was: every answer said "is unknown right now: warming up ... (pod-0: no data; pod-1: no data)", then "only 0 of 2
-ready pods fresh", for as long as the setting stayed wrong: nothing named the exporter's setting.
+ready pods fresh", for as long as the setting stayed wrong: nothing named the exporter's setting. Then every
+source's checks, a Prometheus PodMonitor's beside the exporter's: the adapter knows it scrapes, and what fails.
 """
 
 from __future__ import annotations
@@ -22,16 +23,15 @@ pytestmark = pytest.mark.slow
 def test_exporters_with_a_wrong_modelmesh_url_are_named_in_every_answer(tmp_path: Path) -> None:
     nowhere = [["--modelmesh-url", f"https://127.0.0.1:{free_port()}/metrics"] for _ in range(2)]
     with data_path_running(tmp_path, pods=2, gpus=fake_gpus(tmp_path, [50, 50]), exporter_args=nowhere) as path:
-        code, message = poll(lambda: (found if "not served" in str((found := path.served(
+        code, message = poll(lambda: (found if "reads nothing" in str((found := path.served(
             "modelmesh_request_load"))[1]) else None), timeout=30)
         text = str(message)
         assert code != 0 and "unknown right now" not in text, text
-        assert f"modelmesh_request_load for runtime default/{DEPLOYMENT} is not served: no ready pod's load data " \
-            "has been read" in text, text
-        assert "their GPU readings are fresh" in text and "--modelmesh-url (EXPORTER_MODELMESH_URL)" in text, text
-        assert "the exporters answer and cannot read ModelMesh" in text, text
-        assert "pod-0: no request load; pod-1: no request load" in text, text
+        assert f"modelmesh_request_load for runtime default/{DEPLOYMENT} is not served: the scrape source reads " \
+            "nothing of its ready pods: garbage (2 pods); pod-" in text, text
+        assert "its exporter cannot read ModelMesh" in text and "--modelmesh-url" in text, text
+        assert "Prometheus" not in text, text  # the adapter scrapes: nothing of a PodMonitor applies
 
         status, body = http_get(f"{path.adapter_url}/keda/v1/namespaces/default/runtimes/{DEPLOYMENT}")
-        assert status == 503 and "are not served: no ready pod's load data has been read" in body, body
+        assert status == 503 and "are not served: the scrape source reads nothing" in body, body
         assert "no data" not in path.adapter_log(), path.adapter_log()[-2000:]
