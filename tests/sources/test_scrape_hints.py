@@ -35,10 +35,11 @@ async def serve(aiohttp_server: AiohttpServer, handler: Handler, tls: ssl.SSLCon
     return server.port
 
 
-async def said(url: str, ssl_context: ssl.SSLContext | None = None) -> tuple[str, str]:
-    """(reason, detail) of one failed scrape of `url`."""
+async def said(url: str, ssl_context: ssl.SSLContext | None = None, *, timeout_s: float = 5.0,
+               deadline_s: float = 15.0) -> tuple[str, str]:
+    """(reason, detail) of one failed scrape of `url`, as /debug shows it."""
     source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, (PodTarget("p-0", True, url),))]),
-                          timeout_s=5.0, ssl_context=ssl_context)
+                          timeout_s=timeout_s, deadline_s=deadline_s, ssl_context=ssl_context)
     try:
         await source.collect(1_700_000_000.0)
         [problem] = source.problems(KEY)

@@ -19,9 +19,7 @@ from aiohttp import web
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler.model import RuntimeKey
-from autoscaler.sources.base import PodTarget, RuntimeInventory
-from autoscaler.sources.scrape import ScrapeSource
-from tests.sources.static_discovery import StaticDiscovery
+from tests.sources.test_scrape_hints import said
 
 KEY = RuntimeKey("ml", "modelmesh-serving-triton")
 
@@ -44,29 +42,17 @@ async def silent_port() -> AsyncIterator[int]:
         await server.wait_closed()
 
 
-async def failed_scrape(url: str, *, timeout_s: float, deadline_s: float) -> tuple[str, str]:
-    """(reason, detail) of one failed scrape of `url`, as /debug shows it."""
-    source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, (PodTarget("p-0", True, url),))]),
-                          timeout_s=timeout_s, deadline_s=deadline_s)
-    try:
-        await source.collect(1_700_000_000.0)
-        [problem] = source.problems(KEY)
-        return problem.reason, problem.detail
-    finally:
-        await source.close()
-
-
 @pytest.mark.parametrize(("timeout_s", "deadline_s"), [(0.2, 5.0), (5.0, 0.2)], ids=["scrape-timeout", "deadline"])
 async def test_a_hung_exporter_says_what_a_timeout_means(silent_port: int, timeout_s: float, deadline_s: float,
                                                          caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, "autoscaler.sources.scrape")
-    reason, detail = await failed_scrape(f"http://127.0.0.1:{silent_port}/metrics", timeout_s=timeout_s,
-                                         deadline_s=deadline_s)
+    reason, detail = await said(f"http://127.0.0.1:{silent_port}/metrics", timeout_s=timeout_s,
+                                deadline_s=deadline_s)
     assert reason == "timeout"
     [line] = [record.getMessage() for record in caplog.records if "failed (timeout)" in record.getMessage()]
-    for said in (detail, line):
-        assert "NetworkPolicy" in said and "drops" in said, said
-        assert "hung" in said and "exporter sidecar" in said, said
+    for told in (detail, line):
+        assert "NetworkPolicy" in told and "drops" in told, told
+        assert "hung" in told and "exporter sidecar" in told, told
 
 
 async def test_a_404_names_the_port_scraped(aiohttp_server: AiohttpServer) -> None:
@@ -76,7 +62,7 @@ async def test_a_404_names_the_port_scraped(aiohttp_server: AiohttpServer) -> No
     app = web.Application()
     app.router.add_get("/{tail:.*}", not_found)
     server = await aiohttp_server(app)
-    reason, detail = await failed_scrape(f"http://127.0.0.1:{server.port}/metrics", timeout_s=5.0, deadline_s=5.0)
+    reason, detail = await said(f"http://127.0.0.1:{server.port}/metrics", timeout_s=5.0, deadline_s=5.0)
     assert reason == "http"
     assert f"port {server.port}" in detail and "--exporter-port" in detail, detail
     assert "9187" not in detail, detail
