@@ -213,6 +213,13 @@ class AdapterMetrics:
             "retried with backoff), failed (refused; tried again at the next resync).",
             ["write", "result"], registry=self.registry,
         )
+        self.bridge_set_backs = Counter(
+            "modelmesh_autoscaler_bridge_set_backs_total",
+            "ServingRuntimes' spec.replicas set back to their RuntimeScale's ask after something else set them (a "
+            "kubectl apply or edit, a GitOps tool, another operator; the leader only). A rate that stays up is "
+            "another writer fighting the HPA: the log names the runtime (`set to N again by another writer`).",
+            registry=self.registry,
+        )
         self.bridge_runtime_scale_list_failures = Counter(
             "modelmesh_autoscaler_bridge_runtime_scale_list_failures_total",
             "Lists of RuntimeScales the bridge's pass could not make (refused, 5xx or no answer; not a 404, "

@@ -45,7 +45,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from autoscaler.actuation.bridge_memory import ScaleMemory, generation, older_generation
+from autoscaler.actuation.bridge_memory import FIGHT_WINDOW_S, ScaleMemory, generation, older_generation
+from autoscaler.actuation.bridge_news import shown_replicas
 from autoscaler.actuation.bridge_owners import RuntimeOwners, ScaleId
 from autoscaler.actuation.bridge_reconcile import Listed, NotLeading, Objects, ReconcileClient, RuntimeScaleReconciler
 from autoscaler.actuation.bridge_retries import RetrySchedule
@@ -143,6 +144,7 @@ class ReplicaBridge:
         self._retries = RetrySchedule(self._throttle, backoff_base_s=self.settings.backoff_base_s,
                                       backoff_cap_s=self.settings.backoff_cap_s,
                                       resync_interval_s=self.settings.resync_interval_s, clock=clock, rand=rand)
+        self._clock = clock
         self._reconciler = RuntimeScaleReconciler(
             client, memory=self._memory, owners=self._owners, retries=self._retries, throttle=self._throttle,
             resync_interval_s=self.settings.resync_interval_s, metrics=metrics, may_write=may_write, clock=clock)
@@ -177,11 +179,35 @@ class ReplicaBridge:
                 or memory.asked[0] != object_key(runtime)[1] or autoscaler_class(runtime) is not None
                 or replicas_of(runtime) == memory.asked[1]):
             return
+        found = replicas_of(runtime)
+        if memory.refused_at == (memory.asked[0], found) and self._retries.waits(owner, memory.scale):
+            # Its write at this value failed and waits for its retry: an event that changes nothing of it (the
+            # modelmesh-serving controller writes status and annotations every second) tried it again at once,
+            # 60 refused writes a minute a runtime instead of one a resync.
+            return
+        if (fought := memory.fought(self._clock())) is not None:
+            self._say_fight(owner, memory, found, fought)
+            return  # the full pass sets it back, once a resync
         waiting = self._changed.get(owner)
         if waiting is None or older_generation(generation(waiting), generation(memory.scale)):
             self._changed[owner] = memory.scale
         self._drifted.add(owner)
         self._wake.set()
+
+    def _say_fight(self, owner: ScaleId, memory: ScaleMemory, found: int | None, count: int) -> None:
+        """WARNING: another writer puts the runtime back (at `found` now) as soon as it is set back, `count` times
+        within `FIGHT_WINDOW_S`; said when the watch stops setting it back, then every `SET_BACK_EPISODE_S` while
+        the fight lasts (each set-back's own line is at DEBUG by then: the log said nothing more of a fight that
+        went on all day)."""
+        if memory.asked is None or not memory.fight_news(self._clock()):
+            return
+        log.warning("ServingRuntime %s/%s: spec.replicas set back to %d (RuntimeScale %s/%s, its HPA's ask) %d "
+                    "times in %.0f s, and each time set to %s again by another writer (a GitOps tool's self-heal, "
+                    "a mutating admission policy, another operator): it is now set back only at each full pass "
+                    "(every %.0f s) while that goes on. Make that writer leave spec.replicas alone (Argo CD: "
+                    "ignoreDifferences on /spec/replicas, docs/operations.md), or delete the RuntimeScale to leave "
+                    "the replicas to it", owner[0], memory.asked[0], memory.asked[1], *owner, count, FIGHT_WINDOW_S,
+                    shown_replicas(found), self.settings.resync_interval_s)
 
     async def run(self) -> None:
         """Reconcile what changed on every wake-up, and everything every resync interval, after a relist and
@@ -286,7 +312,13 @@ class ReplicaBridge:
                     continue
                 tried += 1
                 done[key] = scale
+                drifted = key in self._drifted
                 self._drifted.discard(key)  # reconciled now: it reads the runtime as it is
+                if drifted:
+                    confirmed = await self._still_asked(key, scale)
+                    if confirmed is None:
+                        continue
+                    scale = done[key] = confirmed
                 if not self._covers(key[0]):
                     try:
                         await self._cover(key[0])
@@ -297,6 +329,27 @@ class ReplicaBridge:
             return writes
         finally:
             self._changed = {**waiting, **self._changed}
+
+    async def _still_asked(self, key: ScaleId, scale: JSON) -> JSON | None:
+        """RuntimeScale `key` read anew before its runtime, set behind the bridge's back, is set back to it; None
+        where nothing is to be written: it was deleted (or deleted and created again) since. One GitOps sync that
+        removes autoscaling (the RuntimeScale pruned, the ServingRuntime applied with its own replicas) brought
+        the runtime's event before the RuntimeScale's deletion, and the deleted RuntimeScale's last ask was
+        written over the operator's value. One read a set-back; the bridge's own writes coming back cost none."""
+        try:
+            fresh = await self._client.get_custom(RUNTIME_SCALES, *key)
+        except KubeApiError as error:
+            self._failed(key, scale, error)
+            return None
+        if fresh is None or _uid(fresh) != _uid(scale):
+            # Its watch hands the deletion (a full pass) or the new object over; nothing to set back meanwhile.
+            log.debug("replica bridge: RuntimeScale %s/%s is gone (or another object): its runtime is not set back",
+                      *key)
+            self._forget(key)
+            return None
+        if _runtime_named(fresh) != _runtime_named(scale):
+            return None  # pointed at another runtime: its own hand-over (the watch's) moves the owner first
+        return scale if older_generation(generation(fresh), generation(scale)) else fresh
 
     async def _between(self, listed: dict[ScaleId, JSON], done: dict[ScaleId, JSON]) -> int | None:
         """The hand-overs waiting while a full pass runs, reconciled between two of its RuntimeScales: waiting
@@ -522,6 +575,11 @@ def _keyed(listed: JSON, scope: str | None) -> list[tuple[ScaleId, JSON]]:
     """A list's items (RuntimeScales, ServingRuntimes, Deployments) with their (namespace, name), the namespace
     listed in where an item leaves it out; `dict(...)` of it holds them by that key."""
     return [(object_key(item, scope), item) for item in listed.get("items") or [] if isinstance(item, dict)]
+
+
+def _uid(obj: JSON) -> object:
+    """The object's `metadata.uid`, as given."""
+    return (obj.get("metadata") or {}).get("uid")
 
 
 def _runtime_named(scale: JSON) -> object:

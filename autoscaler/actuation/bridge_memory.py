@@ -9,13 +9,23 @@ cluster; this only saves requests and keeps the log from repeating itself.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 SET_BACK_EPISODE_S: Final = 600.0
 """Set-backs of the same outside value of `ServingRuntime.spec.replicas` less than this apart (seconds) are one
 episode, warned about once (the rest at DEBUG): a tool that keeps applying a manifest is said once, not every
 resync."""
+
+FIGHT_SET_BACKS: Final = 5
+"""Set-backs of one runtime (whatever the outside values) within `FIGHT_WINDOW_S` after which the watch no longer
+sets it back (`ScaleMemory.fought`): the full pass does, every resync. Another writer that puts its value back at once
+(Argo CD self-heal without a delay, a mutating admission policy, another operator) otherwise made a write war at
+its speed: 2,400 reads and 2,400 writes a minute on one runtime, its Deployment rescaled ten times a second."""
+
+FIGHT_WINDOW_S: Final = 60.0
+"""See `FIGHT_SET_BACKS`: a person's `kubectl apply` or `kubectl edit`, even repeated, stays under it and is set
+back within a round trip."""
 
 Generation = tuple[str, int]
 """(uid, metadata.generation) of a RuntimeScale."""
@@ -56,6 +66,14 @@ class ScaleMemory:
     """Its `Ready` reason as last written: a change is logged (`bridge_news.ReasonChanges`)."""
     set_back: tuple[int | None, float] | None = None
     """The last outside value set back, and when (`set_back_level`)."""
+    set_backs: list[float] = field(default_factory=list)
+    """When its set-backs within the last `FIGHT_WINDOW_S` were made, whatever the outside value (`fought`)."""
+    fight_said: float | None = None
+    """When the fight was last said at WARNING (`fight_news`)."""
+    refused_at: tuple[str, int | None] | None = None
+    """The ServingRuntime and the spec.replicas it held when the last write to it failed: an event of that runtime
+    at the same replicas (its controller's status and annotations) brings nothing its retry would not
+    (`ReplicaBridge.runtime_changed`)."""
     misplaced: tuple[tuple[str, str], ...] = ()
     """The policy annotations on its runtime already warned about (they belong on the Deployment)."""
 
@@ -74,7 +92,7 @@ class ScaleMemory:
     def forget_carried(self) -> None:
         """It is now a duplicate of the runtime's owner: what it carried is not what the runtime holds, and the
         owner warns about the runtime's annotations."""
-        self.carried = self.carried_uid = self.set_back = self.asked = self.scale = None
+        self.carried = self.carried_uid = self.set_back = self.asked = self.scale = self.refused_at = None
         self.misplaced = ()
 
     def set_back_level(self, found: int | None, now: float) -> int:
@@ -83,8 +101,26 @@ class ScaleMemory:
         resync (each 15 s, all day) buried every other line. An episode is the set-backs of one value less than
         `SET_BACK_EPISODE_S` apart; another value, or the same after a quiet spell, is news again."""
         last, self.set_back = self.set_back, (found, now)
+        self.set_backs = [*(t for t in self.set_backs if now - t < FIGHT_WINDOW_S), now]
         same = last is not None and last[0] == found and now - last[1] < SET_BACK_EPISODE_S
         return logging.DEBUG if same else logging.WARNING
+
+    def fought(self, now: float) -> int | None:
+        """The set-backs within `FIGHT_WINDOW_S` where there were `FIGHT_SET_BACKS` or more (another writer's
+        fight rather than a hand edit: the watch then leaves the runtime to the full pass, at most one set-back a
+        resync, until the window holds fewer), else None. Whatever the outside values: a writer that alternates
+        two is as much of a fight, and the watch's set-backs of a runtime stay at most `FIGHT_SET_BACKS` in any
+        `FIGHT_WINDOW_S`."""
+        count = sum(1 for t in self.set_backs if now - t < FIGHT_WINDOW_S)
+        return count if count >= FIGHT_SET_BACKS else None
+
+    def fight_news(self, now: float) -> bool:
+        """Whether the fight is to be said at WARNING now: its first notice, then one every `SET_BACK_EPISODE_S`
+        while it lasts (each set-back's own line is at DEBUG by then, `set_back_level`)."""
+        if self.fight_said is not None and now - self.fight_said < SET_BACK_EPISODE_S:
+            return False
+        self.fight_said = now
+        return True
 
 
 def generation(scale: dict[str, Any]) -> Generation | None:

@@ -174,12 +174,14 @@ class RuntimeScaleReconciler:
         memory.note_reconciled(scale)
         memory.scale = scale
         memory.asked = None if wanted is None else (runtime_name, wanted)
+        memory.refused_at = None
         found = replicas_of(runtime)
         if wanted is not None and found != wanted:
             try:
                 await self._patch("servingruntime_replicas", SERVING_RUNTIMES, namespace, runtime_name,
                                   {"spec": {"replicas": wanted}})
             except KubeApiError as error:
+                memory.refused_at = (runtime_name, found)  # the runtime's events at `found` wait for the retry
                 await self._report_not_written(key, scale, deployment, found, error)
                 raise
             writes += 1
@@ -190,6 +192,8 @@ class RuntimeScaleReconciler:
                          "set to %d, what RuntimeScale %s/%s asks (its HPA decides the runtime's replicas)",
                          namespace, runtime_name, shown_replicas(found), wanted, namespace, name)
             elif (memory.carried if memory.carried is not None else bridged_spec(scale)) == (runtime_name, wanted):
+                if self._metrics is not None:
+                    self._metrics.bridge_set_backs.inc()
                 if memory.set_back_level(found, self._clock()) == logging.WARNING:
                     self._writes.set_back(key, runtime_name, found, wanted)  # said with the pass's others
                 else:

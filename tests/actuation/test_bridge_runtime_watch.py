@@ -13,6 +13,7 @@ import itertools
 import logging
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -21,9 +22,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.actuation.bridge import BridgeSettings, ReplicaBridge
+from autoscaler.actuation.bridge_memory import FIGHT_SET_BACKS, FIGHT_WINDOW_S
 from autoscaler.actuation.bridge_runtime_watch import serving_runtime_watches
 from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.kube.client import KubeClient
+from autoscaler.kube.raw import JSON
 from autoscaler.selfmetrics import AdapterMetrics
 from tests.actuation.test_bridge_during_pass import (
     NS,
@@ -161,6 +164,110 @@ async def test_an_older_role_without_watch_falls_back_to_the_pass_with_one_warni
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
+async def other_writer(kube: FakeKubeApi, name: str, replicas: int, seconds: float) -> int:
+    """Something that puts ServingRuntime `name` back at `replicas` within 5 ms of any change, for `seconds` (Argo
+    CD self-heal without a delay, a Kyverno mutate policy, another operator); returns its writes."""
+    writes = 0
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        if kube.serving_runtime_replicas(NS, name) != replicas:
+            hand_edit(kube, name, replicas)
+            writes += 1
+        await asyncio.sleep(0.005)
+    return writes
+
+
+def controller_beat(runtime: JSON, beat: int) -> None:
+    """The modelmesh-serving controller's write of a runtime's annotations (and status): replicas untouched."""
+    runtime["metadata"].setdefault("annotations", {})["modelmesh-serving/beat"] = str(beat)
+
+
+def runtime_patches(kube: FakeKubeApi, name: str) -> int:
+    """The bridge's PATCHes of ServingRuntime `name`, whatever their answer."""
+    return sum(1 for r in kube.requests if r.method == "PATCH" and r.resource == "servingruntimes" and r.name == name)
+
+
+async def test_another_writer_that_puts_its_value_back_at_once_gets_no_write_war(
+    kube: FakeKubeApi, kube_client: KubeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The HPA asks 6 and another writer puts `rt00` back at 2 as soon as it changes. Each set-back was answered
+    within milliseconds and set back again: a write war at the other writer's speed (2,406 PATCHes a minute, the
+    Deployment rescaled ten times a second), and the log said nothing after its first WARNING. The watch now sets
+    it back `FIGHT_SET_BACKS` times, then leaves it to the full pass (every resync, 15 s here: none in these 3 s),
+    with a WARNING that names the fight and what to do, and the set-backs counted."""
+    fleet(kube, 3)
+    metrics = AdapterMetrics()
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], metrics=metrics)  # the default resync, 15 s
+    async with running(kube, kube_client, bridge, 3):
+        hpa_writes(kube, rt(0), 6)
+        assert await set_back_after(kube, rt(0), 6) is not None, "the HPA's ask not carried"
+        kube.clear_requests()
+        with caplog.at_level(logging.DEBUG, "autoscaler.actuation.bridge"):
+            await other_writer(kube, rt(0), 2, seconds=3.0)
+            hand_edit(kube, rt(1), 1)  # a hand edit of another runtime meanwhile: still set back at once
+            assert await set_back_after(kube, rt(1), 3) is not None
+    assert runtime_patches(kube, rt(0)) == FIGHT_SET_BACKS
+    assert metrics.registry.get_sample_value("modelmesh_autoscaler_bridge_set_backs_total") == FIGHT_SET_BACKS + 1
+    fights = [r for r in caplog.records if "again by another writer" in r.getMessage()]
+    assert [r.levelname for r in fights] == ["WARNING"], [r.getMessage() for r in fights]
+    said = fights[0].getMessage()
+    assert f"ServingRuntime {NS}/{rt(0)}: spec.replicas set back to 6 (RuntimeScale {NS}/{rt(0)}" in said, said
+    assert f"{FIGHT_SET_BACKS} times in 60 s, and each time set to 2 again" in said, said
+    assert "ignoreDifferences on /spec/replicas" in said, said
+
+
+async def test_a_refused_set_back_waits_for_its_retry_whatever_the_runtimes_controller_writes(
+    kube: FakeKubeApi, kube_client: KubeClient
+) -> None:
+    """The set-back of a hand edit is refused (RBAC 403 on patch; an admission webhook's 422 alike), and the
+    modelmesh-serving controller writes the runtime's annotations every 50 ms (replicas untouched). Each of its
+    events tried the write again: 60 refused PATCHes a minute a runtime at one write a second. Now one, then the
+    retry's own schedule (the resync, 15 s)."""
+    fleet(kube, 3)
+    bridge = ReplicaBridge(kube_client, namespaces=[NS])  # the default resync, 15 s
+    async with running(kube, kube_client, bridge, 3):
+        hpa_writes(kube, rt(1), 6)
+        assert await set_back_after(kube, rt(1), 6) is not None, "the HPA's ask not carried"
+        kube.forbid("patch", "servingruntimes")
+        kube.clear_requests()
+        hand_edit(kube, rt(1), 2)
+        for beat in range(30):
+            await asyncio.sleep(0.05)
+            kube.update_object("servingruntimes", NS, rt(1), partial(controller_beat, beat=beat))
+        await asyncio.sleep(0.1)
+    assert runtime_patches(kube, rt(1)) == 1
+    assert kube.serving_runtime_replicas(NS, rt(1)) == 2
+
+
+async def test_a_runtimescale_deleted_as_its_runtime_is_set_by_hand_leaves_the_runtime_as_set(
+    kube: FakeKubeApi, kube_client: KubeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One GitOps sync removes autoscaling: it deletes the RuntimeScale (its HPA asked 6) and applies the
+    ServingRuntime with `replicas: 3`, and the runtime's event reaches the bridge before the RuntimeScale's
+    deletion. The set-back went out from memory: the runtime ended at the deleted RuntimeScale's 6, with a
+    WARNING naming a RuntimeScale that no longer exists. Now the RuntimeScale is read first: nothing written."""
+    fleet(kube, 2)
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BridgeSettings(resync_interval_s=3600.0))
+    await bridge.sync()
+    scales, runtimes = PlayedWatch(kube, bridge), PlayedWatch(kube, bridge, "servingruntimes")
+    hpa_writes(kube, rt(0), 6)
+    await scales.catch_up()
+    await runtimes.catch_up()
+    assert kube.serving_runtime_replicas(NS, rt(0)) == 6
+    kube.clear_requests()
+    kube.delete_object("runtimescales", NS, rt(0))
+    hand_edit(kube, rt(0), 3)
+    with caplog.at_level(logging.INFO, "autoscaler.actuation.bridge"):
+        await runtimes.catch_up()  # the runtime's event first; the RuntimeScale's deletion not handed over yet
+        hand_edit(kube, rt(0), 4)  # and an edit after: its event finds nothing to set back either
+        await runtimes.catch_up()
+    assert kube.serving_runtime_replicas(NS, rt(0)) == 4
+    assert runtime_patches(kube, rt(0)) == 0
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], [r.getMessage() for r in caplog.records]
+    reads = [r for r in kube.requests if r.method == "GET" and r.resource == "runtimescales" and r.name]
+    assert len(reads) == 1, [r.path for r in reads]  # the RuntimeScale read once, before the first set-back
+
+
 # One step of the property: the HPA asks one more of runtime i (asks only rise, from 3), a hand edit puts runtime
 # i at 0-2 (never an ask), either watch hands the oldest 1-3 changes it has not handed over yet to the bridge
 # (each as late as it likes, the bridge's own writes included), the bridge reconciles what was handed over, or a
@@ -265,5 +372,75 @@ async def _hand_edits_and_asks(steps: list[tuple[str, int, int]]) -> tuple[list[
             else:
                 raise AssertionError("the bridge's hand-overs never settled")
             return writes, wanted, [kube.serving_runtime_replicas(NS, rt(i)) for i in range(2)]
+        finally:
+            await client.close()
+
+
+# One step of the other writer's property: it puts runtime 0 at 0-2 (never the ask), the ServingRuntime watch hands
+# the oldest 1-3 changes over, the bridge reconciles what was handed over, or time passes (seconds); a "round" is
+# the writer's change handed over and reconciled at once (the war at its speed).
+FIGHT_STEP = st.one_of(
+    st.tuples(st.just("round"), st.integers(0, 2)),
+    st.tuples(st.just("writer"), st.integers(0, 2)),
+    st.tuples(st.just("sr"), st.integers(1, 3)),
+    st.tuples(st.just("bridge"), st.just(0)),
+    st.tuples(st.just("wait"), st.sampled_from([0, 1, 5, 20, 61])),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(FIGHT_STEP, min_size=1, max_size=60))
+@example(steps=[("round", 2)] * (FIGHT_SET_BACKS + 3) + [("wait", 61), ("round", 1), ("round", 2)])
+def test_another_writer_however_it_writes_gets_a_bounded_number_of_set_backs(
+    steps: list[tuple[str, int]],
+) -> None:
+    """Whatever another writer does to a runtime whose HPA asks 6 (puts 0, 1 or 2 back at once, or after a
+    while, alternating values), the watch's set-backs of it are at most `FIGHT_SET_BACKS` in any
+    `FIGHT_WINDOW_S`, each one to the ask; once that writer stops, a full pass sets the runtime back."""
+    set_backs, ended = asyncio.run(_fought(steps))
+    for i, at in enumerate(set_backs):
+        within = [t for t in set_backs[i:] if t - at < FIGHT_WINDOW_S]
+        assert len(within) <= FIGHT_SET_BACKS, f"{len(within)} set-backs within {FIGHT_WINDOW_S} s: {set_backs}"
+    assert ended == 6
+
+
+async def _fought(steps: list[tuple[str, int]]) -> tuple[list[float], int | None]:
+    """Runtime 0 carried at its HPA's 6, then `steps`. Returns when (on the bridge's clock) each set-back by the
+    watch was made (all of them to 6), and what the runtime holds after a full pass once the writer stopped."""
+    now = [0.0]
+    async with FakeKubeApi() as kube:
+        fleet(kube, 1)
+        with tempfile.TemporaryDirectory() as folder:
+            config = kube.write_kubeconfig(Path(folder) / "kubeconfig", namespace=NS)
+            client = await KubeClient.connect(config, user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
+        try:
+            bridge = ReplicaBridge(client, namespaces=[NS], settings=BridgeSettings(resync_interval_s=3600.0),
+                                   clock=lambda: now[0])
+            scales, runtimes = PlayedWatch(kube, bridge), PlayedWatch(kube, bridge, "servingruntimes")
+            await bridge.sync()
+            hpa_writes(kube, rt(0), 6)
+            await scales.catch_up()
+            await runtimes.catch_up()
+            kube.clear_requests()
+            set_backs: list[float] = []
+            for kind, value in steps:
+                if kind in ("writer", "round"):
+                    hand_edit(kube, rt(0), value)
+                if kind == "round":
+                    runtimes.hand_over_all()
+                if kind == "sr":
+                    for _ in range(value):
+                        runtimes.hand_over_one()
+                elif kind == "wait":
+                    now[0] += value
+                elif kind in ("bridge", "round"):
+                    before = len(runtime_writes(kube))
+                    await bridge.sync_changed()
+                    made = runtime_writes(kube)[before:]
+                    assert all(replicas == 6 for _, replicas in made), made
+                    set_backs += [now[0]] * len(made)
+            now[0] += 3600.0
+            await bridge.sync()
+            return set_backs, kube.serving_runtime_replicas(NS, rt(0))
         finally:
             await client.close()
