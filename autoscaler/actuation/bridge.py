@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from autoscaler.actuation.bridge_memory import FIGHT_WINDOW_S, ScaleMemory, generation, older_generation
-from autoscaler.actuation.bridge_news import shown_replicas
+from autoscaler.actuation.bridge_news import Fight
 from autoscaler.actuation.bridge_owners import RuntimeOwners, ScaleId
 from autoscaler.actuation.bridge_reconcile import Listed, NotLeading, Objects, ReconcileClient, RuntimeScaleReconciler
 from autoscaler.actuation.bridge_retries import RetrySchedule
@@ -198,16 +198,13 @@ class ReplicaBridge:
         """WARNING: another writer puts the runtime back (at `found` now) as soon as it is set back, `count` times
         within `FIGHT_WINDOW_S`; said when the watch stops setting it back, then every `SET_BACK_EPISODE_S` while
         the fight lasts (each set-back's own line is at DEBUG by then: the log said nothing more of a fight that
-        went on all day)."""
+        went on all day). Said with a pass's news, woken for it (a pass with nothing handed over makes no
+        request), so that a tool fighting every runtime at once is one line, not one a runtime."""
         if memory.asked is None or not memory.fight_news(self._clock()):
             return
-        log.warning("ServingRuntime %s/%s: spec.replicas set back to %d (RuntimeScale %s/%s, its HPA's ask) %d "
-                    "times in %.0f s, and each time set to %s again by another writer (a GitOps tool's self-heal, "
-                    "a mutating admission policy, another operator): it is now set back only at each full pass "
-                    "(every %.0f s) while that goes on. Make that writer leave spec.replicas alone (Argo CD: "
-                    "ignoreDifferences on /spec/replicas, docs/operations.md), or delete the RuntimeScale to leave "
-                    "the replicas to it", owner[0], memory.asked[0], memory.asked[1], *owner, count, FIGHT_WINDOW_S,
-                    shown_replicas(found), self.settings.resync_interval_s)
+        self._reconciler.fought(Fight(owner, memory.asked[0], found, memory.asked[1], count, FIGHT_WINDOW_S,
+                                      self.settings.resync_interval_s))
+        self._wake.set()
 
     async def run(self) -> None:
         """Reconcile what changed on every wake-up, and everything every resync interval, after a relist and

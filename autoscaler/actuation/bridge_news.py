@@ -31,6 +31,7 @@ class PassWrites:
         self._carried: list[tuple[ScaleId, str, int | None, int]] = []
         self._adopted: list[tuple[ScaleId, int]] = []
         self._set_back: list[tuple[ScaleId, str, int | None, int]] = []
+        self._fought: list[Fight] = []
 
     def carried(self, key: ScaleId, runtime: str, found: int | None, wanted: int) -> None:
         """RuntimeScale `key`'s replicas written to ServingRuntime `runtime`, which had `found`."""
@@ -46,9 +47,25 @@ class PassWrites:
         ServingRuntime's manifest again sets them all at once: a WARNING each was 270 lines in 4 s at 300."""
         self._set_back.append((key, runtime, found, wanted))
 
+    def fought(self, fight: Fight) -> None:
+        """Another writer puts a runtime back as soon as it is set back (`Fight`): a WARNING. A GitOps tool that
+        self-heals every ServingRuntime fights them all at once: said as set-backs are, one line for many."""
+        self._fought.append(fight)
+
     def flush(self) -> None:
         adopted, carried, set_back = self._adopted, self._carried, self._set_back
         self._adopted, self._carried, self._set_back = [], [], []
+        fought, self._fought = self._fought, []
+        if fought:
+            say_each_or_counted(log, fought, fight_line, lambda count, runtimes: (
+                f"{count} ServingRuntimes' spec.replicas were set back to their RuntimeScales' asks "
+                f"{fought[0].set_backs} or more times in {fought[0].window_s:.0f} s each, and each time set again by "
+                f"another writer (a GitOps tool's self-heal, a mutating admission policy, another operator): "
+                f"{runtimes}. They are now set back only at each full pass (every {fought[0].resync_s:.0f} s) while "
+                "that goes on. Make that writer leave spec.replicas alone (Argo CD: ignoreDifferences on "
+                "/spec/replicas, docs/operations.md), or delete the RuntimeScales to leave the replicas to it"),
+                lambda fight: f"{fight.key[0]}/{fight.runtime} ({shown_replicas(fight.found)}, asked {fight.wanted})",
+                level=logging.WARNING)
         def adopted_one(write: tuple[ScaleId, int]) -> str:
             (namespace, name), replicas = write
             return f"RuntimeScale {namespace}/{name}: spec.replicas adopted from the runtime: {replicas}"
@@ -81,6 +98,31 @@ class PassWrites:
             f"that applies their manifests), and set back: {runtimes}. The RuntimeScales, which their HPAs "
             "scale, decide the runtimes' replicas. Change the HPAs' minReplicas/maxReplicas instead, and leave "
             "spec.replicas out of applied ServingRuntime manifests"), set_back_shown, level=logging.WARNING)
+
+
+class Fight(NamedTuple):
+    """ServingRuntime `runtime`, set outside RuntimeScale `key` to `found` again each time it was set back to
+    `wanted`: `set_backs` within `window_s`; from now on set back only at each full pass (every `resync_s`)."""
+
+    key: ScaleId
+    runtime: str
+    found: int | None
+    wanted: int
+    set_backs: int
+    window_s: float
+    resync_s: float
+
+
+def fight_line(fight: Fight) -> str:
+    """The WARNING for one runtime another writer fights over (`Fight`)."""
+    (namespace, name), runtime = fight.key, fight.runtime
+    return (f"ServingRuntime {namespace}/{runtime}: spec.replicas set back to {fight.wanted} (RuntimeScale "
+            f"{namespace}/{name}, its HPA's ask) {fight.set_backs} times in {fight.window_s:.0f} s, and each time "
+            f"set to {shown_replicas(fight.found)} again by another writer (a GitOps tool's self-heal, a mutating "
+            f"admission policy, another operator): it is now set back only at each full pass (every "
+            f"{fight.resync_s:.0f} s) while that goes on. Make that writer leave spec.replicas alone (Argo CD: "
+            "ignoreDifferences on /spec/replicas, docs/operations.md), or delete the RuntimeScale to leave the "
+            "replicas to it")
 
 
 def set_back_line(key: ScaleId, runtime: str, found: int | None, wanted: int) -> str:

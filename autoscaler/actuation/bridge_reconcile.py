@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from autoscaler.actuation.bridge_memory import ScaleMemory
-from autoscaler.actuation.bridge_news import PassWrites, ReasonChanges, set_back_line, shown_replicas
+from autoscaler.actuation.bridge_news import Fight, PassWrites, ReasonChanges, set_back_line, shown_replicas
 from autoscaler.actuation.bridge_owners import RuntimeOwners, ScaleId
 from autoscaler.actuation.bridge_retries import RetrySchedule
 from autoscaler.actuation.bridge_status import (
@@ -115,6 +115,10 @@ class RuntimeScaleReconciler:
         self._clock = clock
         self._reason_changes = ReasonChanges()  # new Ready reasons, logged after a pass
         self._writes = PassWrites()  # replicas carried and adopted, logged after a pass
+
+    def fought(self, fight: Fight) -> None:
+        """Say `fight` with the pass's other news (`PassWrites.fought`)."""
+        self._writes.fought(fight)
 
     def flush_news(self) -> None:
         """Log what the pass wrote and the Ready reasons that changed (`bridge_news`), once the pass is over."""

@@ -204,6 +204,7 @@ async def test_another_writer_that_puts_its_value_back_at_once_gets_no_write_war
         kube.clear_requests()
         with caplog.at_level(logging.DEBUG, "autoscaler.actuation.bridge"):
             await other_writer(kube, rt(0), 2, seconds=3.0)
+            await asyncio.sleep(0.1)  # the fight is said with the pass it wakes
             hand_edit(kube, rt(1), 1)  # a hand edit of another runtime meanwhile: still set back at once
             assert await set_back_after(kube, rt(1), 3) is not None
     assert runtime_patches(kube, rt(0)) == FIGHT_SET_BACKS
@@ -214,6 +215,32 @@ async def test_another_writer_that_puts_its_value_back_at_once_gets_no_write_war
     assert f"ServingRuntime {NS}/{rt(0)}: spec.replicas set back to 6 (RuntimeScale {NS}/{rt(0)}" in said, said
     assert f"{FIGHT_SET_BACKS} times in 60 s, and each time set to 2 again" in said, said
     assert "ignoreDifferences on /spec/replicas" in said, said
+
+
+async def test_a_tool_fighting_every_runtime_at_once_is_one_warning(
+    kube: FakeKubeApi, kube_client: KubeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A GitOps tool that self-heals every ServingRuntime's manifest fights 12 runtimes at once: their fights are
+    one WARNING with the count and the first ten (a line each was 300 lines at 300 runtimes), and each runtime
+    gets `FIGHT_SET_BACKS` set-backs from the watch, no more."""
+    fleet(kube, 12)
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BridgeSettings(resync_interval_s=3600.0))
+    await bridge.sync()
+    runtimes = PlayedWatch(kube, bridge, "servingruntimes")
+    await runtimes.catch_up()
+    kube.clear_requests()
+    with caplog.at_level(logging.INFO, "autoscaler.actuation.bridge"):
+        for _ in range(FIGHT_SET_BACKS + 3):
+            for i in range(12):
+                hand_edit(kube, rt(i), 2)
+            runtimes.hand_over_all()
+            await bridge.sync_changed()
+    assert all(runtime_patches(kube, rt(i)) == FIGHT_SET_BACKS for i in range(12))
+    fights = [r.getMessage() for r in caplog.records if "set again by another writer" in r.getMessage()]
+    assert len(fights) == 1, fights
+    assert fights[0].startswith(f"12 ServingRuntimes' spec.replicas were set back to their RuntimeScales' asks "
+                                f"{FIGHT_SET_BACKS} or more times in 60 s each"), fights[0]
+    assert f"{NS}/{rt(0)} (2, asked 3)" in fights[0] and "and 2 more" in fights[0], fights[0]
 
 
 async def test_a_refused_set_back_waits_for_its_retry_whatever_the_runtimes_controller_writes(
