@@ -143,14 +143,23 @@ class RankingWrites(ForgetsRuntimes, Protocol):
         the costs are misplaced: it reads every pod); True when it did."""
 
 
-def pods_removed(view: RuntimeView, target: int) -> int:
-    """How many of `view`'s pods the ReplicaSet removes when the replicas are set to `target`: those beyond it
-    (its active pods less its replicas). Not the Deployment's replicas less `target`: a Deployment at 6 whose
-    ReplicaSet runs 4 pods (two never created: a quota, an admission webhook, a full node pool) removes 2 when
-    asked for 2, not 4; counted as 4, every pod went, "no choice to get wrong", and the value fell while the busy
-    pod carried the lowest cost (s57 on-call, rt4). A terminating pod counted here is not Ready, and the order
-    (`removal_order`) takes the not-Ready ones first, so it leaves the Ready pods removed as the ReplicaSet does."""
-    return len(view.pods) - target
+def pods_removed(view: RuntimeView, current: int, target: int) -> int:
+    """How many of `view`'s pods to count as removed when the replicas go from `current` to `target`, as
+    `removal_order` counts them (its not-Ready pods first): its not-Ready pods and the Ready pods that go, those of
+    the Ready ones or the replicas, the fewer, beyond `target`; 0 where no Ready pod goes.
+
+    Not the Deployment's replicas less `target`: a Deployment at 6 whose ReplicaSet runs 4 pods (two never created:
+    a quota, an admission webhook, a full node pool) removes 2 when asked for 2, not 4; counted as 4, every pod
+    went, "no choice to get wrong", and the value fell while the busy pod carried the lowest cost (s57 on-call,
+    rt4). Nor all the pods less `target`: mid-rollout with surge a Deployment at 3 runs 5 Ready pods (its old and
+    new ReplicaSets'), and asked for 2 it removes one or two of them, each ReplicaSet by the costs of its own pods;
+    counted as 3, the three tied at the lowest cost all went, and the value fell at once while the busiest of them
+    could go (s57 rvh, `rollout_hidden`). The fewer is the cautious count: with the ReplicaSets' split unknown, any
+    of the pods carrying the lowest costs may be the one to go. A not-Ready pod (starting, or terminating: the view
+    does not tell which) is not counted among the Ready ones, so a terminating pod never hides a Ready one going."""
+    ready = sum(1 for _, is_ready, _, _ in view.pods.deletion_costs() if is_ready)
+    going = min(current, ready) - target
+    return going + (len(view.pods) - ready) if going > 0 else 0
 
 
 _FAILING: Final = frozenset({HoldReason.REFUSED, HoldReason.THROTTLED, HoldReason.NO_ANSWER})
@@ -257,7 +266,7 @@ class RankingHold:
         earlier = before.values.get(_DESIRED) if before is not None else None
         floor = float(current) if earlier is None or earlier.value is None else min(earlier.value, float(current))
         target = math.ceil(served.value)  # as the HPA rounds it
-        removing = pods_removed(view, target) if current > target else 0
+        removing = pods_removed(view, current, target)
         handed = self._handed_to(view, removing)
         if removing <= 0:  # no pod would go
             self._spells.pop(key, None)
