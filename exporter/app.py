@@ -297,7 +297,7 @@ async def serve(app: web.Application, sockets: Sequence[socket.socket], *, acces
     `KEPT_ALIVE_GRACE_S` of it), then aiohttp's clean-up, which closes the connections and stops the background
     loops. aiohttp's `run_app` closed every connection at once: scrapers in flight read "connection reset by peer".
     `stopped`, when given, stops it as a signal does. Over TLS each handshake has `handshake_timeout_s`, and at
-    most four times `max_connections` are under way (`exporter.tls_handshakes`)."""
+    most four times `max_connections` (at least 64) are under way (`exporter.tls_handshakes`)."""
     stopped = stopped if stopped is not None else asyncio.Event()
 
     async def closing_once_stopped(request: web.BaseRequest, response: web.StreamResponse) -> None:

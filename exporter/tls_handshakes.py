@@ -10,13 +10,14 @@ over plain TCP and each connection is upgraded here (`loop.start_tls`):
 - **A handshake bound** (`HANDSHAKE_TIMEOUT_S`): a handshake not over by then is dropped, counted in
   `modelmesh_exporter_connections_dropped_total{reason="handshake_timeout"}`. A scraper's handshake takes
   milliseconds, a TLS 1.3 one over a congested pod network a few round trips.
-- **A bound on handshakes under way** (`HANDSHAKES_PER_PLACE` times `--max-connections`): at it a new connection
-  takes the place of the handshake under way longest, which is dropped, counted as `made_room`, as the cap makes
-  room for a new connection. A scraper's handshake is over in milliseconds, so the one dropped is a stuck one
-  unless more than the bound arrive within those milliseconds; and a flood of silent clients holds no more than
-  the bound: the exporter's clients (a Prometheus pair, the adapter, the kubelet's probes) handshake a handful at a
-  time, and 1,000 silent clients now took a sidecar idle at 41 MiB to 115 MiB (the 128 handshakes the default cap
-  of 32 allows), where they took it to 340 MiB before.
+- **A bound on handshakes under way** (`HANDSHAKES_PER_PLACE` times `--max-connections`, `HANDSHAKES_AT_LEAST` at
+  the least): at it a new connection takes the place of the handshake under way longest if that one has been
+  under way `DISPLACE_AFTER_S` (far longer than a real client's), which is dropped, counted as
+  `handshake_displaced`; if even the oldest is younger, the new connection is refused (closed, counted as
+  `refused`), not a handshake in progress. Displacing the oldest whatever its age reset honest clients: at
+  `--max-connections 1` (4 handshakes) 5 scrapers at once lost 20 of 50 scrapes mid-handshake. A flood of
+  silent clients holds no more than the bound: 1,000 of them took a sidecar idle at 41 MiB to 115 MiB (the 128
+  handshakes the default cap of 32 allows), where they took it to 340 MiB before.
 
 A finished handshake hands its connection to the `ConnectionCap` as a new one (placed, in line, or refused).
 """
@@ -29,7 +30,12 @@ import ssl
 from typing import Final
 
 from exporter import names
-from exporter.connection_cap import REASON_HANDSHAKE_TIMEOUT, REASON_MADE_ROOM, ConnectionCap
+from exporter.connection_cap import (
+    REASON_HANDSHAKE_DISPLACED,
+    REASON_HANDSHAKE_TIMEOUT,
+    REASON_REFUSED,
+    ConnectionCap,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +44,14 @@ HANDSHAKE_TIMEOUT_S: Final = 10.0
 
 HANDSHAKES_PER_PLACE: Final = 4
 """Handshakes that may be under way at once, per place of `--max-connections` (the cap's line holds as many)."""
+
+HANDSHAKES_AT_LEAST: Final = 64
+"""Handshakes that may be under way at once whatever `--max-connections`: a small cap (1, 2) would otherwise leave
+room for fewer handshakes than a Prometheus pair, the adapter and the probes start together (about 350 KB each)."""
+
+DISPLACE_AFTER_S: Final = 1.0
+"""How long a handshake has been under way before a new connection may take its place: a real client's is over
+in milliseconds, a few round trips over a congested pod network; one still under way after a second is stuck."""
 
 
 class TlsHandshakes:
@@ -49,10 +63,10 @@ class TlsHandshakes:
         self.cap = cap
         self.context = context
         self.timeout_s = timeout_s
-        self.most = HANDSHAKES_PER_PLACE * cap.max_connections
-        self.under_way: dict[asyncio.Task[None], asyncio.Transport] = {}
+        self.most = max(HANDSHAKES_AT_LEAST, HANDSHAKES_PER_PLACE * cap.max_connections)
+        self.under_way: dict[asyncio.Task[None], tuple[asyncio.Transport, float]] = {}
         """The handshakes not over, oldest first, each the task that does it (held here, so that none is collected
-        mid-way) and its connection."""
+        mid-way), its connection and when it began."""
         self._full_said = False
         self._timeout_said = False
 
@@ -60,22 +74,34 @@ class TlsHandshakes:
         return _Handshaking(self)
 
     def start(self, raw: asyncio.Transport) -> None:
-        """Upgrade `raw`, a connection just accepted; at `most` handshakes under way, the oldest is dropped."""
+        """Upgrade `raw`, a connection just accepted; at `most` handshakes under way, the oldest is dropped if it
+        is stuck (under way `DISPLACE_AFTER_S`), else `raw` is refused."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
         if len(self.under_way) >= self.most:
-            oldest, its_connection = next(iter(self.under_way.items()))
+            oldest, (its_connection, began) = next(iter(self.under_way.items()))
+            if now - began < DISPLACE_AFTER_S:
+                raw.abort()
+                self.cap.counts.dropped[REASON_REFUSED] += 1
+                self._say_full()
+                return
             del self.under_way[oldest]
             oldest.cancel()
             its_connection.abort()  # here: a task cancelled before it ran does not run
-            self.cap.counts.dropped[REASON_MADE_ROOM] += 1
-            if not self._full_said:
-                self._full_said = True
-                log.warning("%d TLS handshakes under way, the most (%d x --max-connections) the exporter takes: a new "
-                            "connection takes the place of the oldest (said once; counted in %s)",
-                            self.most, HANDSHAKES_PER_PLACE, names.CONNECTIONS_DROPPED_TOTAL)
+            self.cap.counts.dropped[REASON_HANDSHAKE_DISPLACED] += 1
+            self._say_full()
         raw.pause_reading()  # the ClientHello waits in the kernel for start_tls, which reads it
-        task = asyncio.get_running_loop().create_task(self._upgrade(raw))
-        self.under_way[task] = raw
+        task = loop.create_task(self._upgrade(raw))
+        self.under_way[task] = (raw, now)
         task.add_done_callback(self._over)
+
+    def _say_full(self) -> None:
+        if not self._full_said:
+            self._full_said = True
+            log.warning("%d TLS handshakes under way, the most (%d x --max-connections, at least %d) the exporter "
+                        "takes: a new connection takes the place of the oldest if it has been under way %g s, else "
+                        "is refused (said once; counted in %s)", self.most, HANDSHAKES_PER_PLACE,
+                        HANDSHAKES_AT_LEAST, DISPLACE_AFTER_S, names.CONNECTIONS_DROPPED_TOTAL)
 
     def _over(self, task: asyncio.Task[None]) -> None:
         self.under_way.pop(task, None)

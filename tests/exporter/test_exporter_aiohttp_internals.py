@@ -3,10 +3,11 @@ loudly, not in a pod.
 
 `exporter.connection_cap` judges a connection busy by aiohttp's `RequestHandler._request_in_progress` and
 `_messages` (read with `getattr` and a default: gone, every connection would look idle, closed to make room even in
-the middle of its answer, and a stop would not wait for answers in flight); `exporter.app._CappedSite` starts its
-own listening server in place of `SockSite.start`'s, through `BaseSite.start` and the site's `_server`,
-and `_backlog` (over TLS its connections are upgraded by `exporter.tls_handshakes`, not by the site's
-`_ssl_context`).
+the middle of its answer, and a stop would not wait for answers in flight), and a request's answer handed
+over by `_waiter` pending (gone, a connection once asked would never look idle, its place never made room
+with); `exporter.app._CappedSite` starts its own listening server in place of `SockSite.start`'s, through
+`BaseSite.start` and the site's `_server`, and `_backlog` (over TLS its connections are upgraded by
+`exporter.tls_handshakes`, not by the site's `_ssl_context`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,33 @@ async def test_the_request_handler_marks_a_request_in_progress_and_queues_parsed
     assert seen == [(True, collections.deque)], (
         "aiohttp's RequestHandler no longer has _request_in_progress (a bool, True while a request is answered) "
         f"or _messages (a deque of parsed requests): exporter.connection_cap reads both; saw {seen}")
+
+
+async def test_the_request_handler_waits_for_the_next_request_on_a_pending_waiter() -> None:
+    protocols: list[object] = []
+
+    async def handler(request: web.BaseRequest) -> web.StreamResponse:
+        protocols.append(request.protocol)
+        return web.Response(text="ok\n")
+
+    server = web.Server(handler)
+    loop = asyncio.get_running_loop()
+    listening = await loop.create_server(server, "127.0.0.1", 0)
+    port = listening.sockets[0].getsockname()[1]
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")  # kept alive
+        await reader.readuntil(b"ok\n")
+        await asyncio.sleep(0.05)
+        waiter = getattr(protocols[0], "_waiter", "missing")
+        pending = isinstance(waiter, asyncio.Future) and not waiter.done()
+        writer.close()
+    finally:
+        listening.close()
+        await server.shutdown(1)
+    assert pending, (
+        "aiohttp's RequestHandler no longer waits for a kept-alive connection's next request on _waiter (a pending "
+        f"future): exporter.connection_cap reads it to tell an answered request; saw {waiter!r}")
 
 
 async def test_a_capped_site_has_the_sockets_parts_it_starts_its_server_with() -> None:

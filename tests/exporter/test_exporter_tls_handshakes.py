@@ -4,9 +4,10 @@ bounded number of handshakes, for seconds.
 asyncio gave such a handshake 60 s, and the `ConnectionCap` counts a connection only once its handshake is over:
 1,000 clients that connected and sent no ClientHello held the sidecar at 361 MiB (its limit is 256Mi) for that
 minute, and nothing counted them. Now a handshake not over within its bound is closed by the exporter and counted
-(`handshake_timeout`), and at four times `--max-connections` under way a new one takes the oldest's place
-(`made_room`); a real client is answered throughout. Checked with raw sockets that send nothing, as such a client
-does, against the real `serve`, with a short bound.
+(`handshake_timeout`), and at the most under way (four times `--max-connections`, at least 64) a new one takes the
+place of the oldest if that one is stuck (under way a second: `handshake_displaced`), else is refused; a real
+client is answered throughout, and a burst of scrapers above a small cap is not reset mid-handshake. Checked
+with raw sockets that send nothing, as such a client does, against the real `serve`, with a short bound.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import contextlib
 import socket
 import ssl
+import threading
 import time
 import urllib.request
 
@@ -22,7 +24,12 @@ import pytest
 import trustme
 
 from exporter import names
-from exporter.tls_handshakes import HANDSHAKE_TIMEOUT_S, HANDSHAKES_PER_PLACE
+from exporter.tls_handshakes import (
+    DISPLACE_AFTER_S,
+    HANDSHAKE_TIMEOUT_S,
+    HANDSHAKES_AT_LEAST,
+    HANDSHAKES_PER_PLACE,
+)
 from tests.exporter.test_exporter_stuck_readers import Served, series, served_many_models
 from tests.support.certificates import issue_cert
 
@@ -92,23 +99,31 @@ async def test_handshakes_not_over_within_the_bound_are_closed_and_counted(
         await served.task
 
 
-async def test_at_most_four_handshakes_a_place_are_under_way_and_a_client_is_still_answered(
+async def test_at_the_most_handshakes_a_new_one_waits_out_the_young_and_displaces_the_stuck(
         tls: tuple[ssl.SSLContext, ssl.SSLContext]) -> None:
     server, client = tls
     cap = 2
-    most = HANDSHAKES_PER_PLACE * cap
+    most = max(HANDSHAKES_AT_LEAST, HANDSHAKES_PER_PLACE * cap)
     served = served_many_models(ssl_context=server, handshake_timeout_s=30.0, max_connections=cap)
     silent: list[socket.socket] = []
     try:
         await asyncio.sleep(0.2)
-        for _ in range(3 * most):
+        for _ in range(most + 10):
             silent.append(await asyncio.to_thread(silent_client, served.port))
-            await asyncio.sleep(0.01)  # accepted in turn, oldest first
         await asyncio.sleep(0.3)
         closed = [closed_by_the_exporter(each) for each in silent]
-        assert closed == [True] * (2 * most) + [False] * most, closed  # the newest under way, the oldest dropped
+        assert closed == [False] * most + [True] * 10, closed  # none under way a second yet: the new ones refused
+        assert served.counts.dropped["refused"] == 10
+        assert served.counts.dropped["handshake_displaced"] == 0
+        await asyncio.sleep(DISPLACE_AFTER_S)
+        newer = [await asyncio.to_thread(silent_client, served.port) for _ in range(10)]
+        silent += newer
+        await asyncio.sleep(0.3)
+        closed = [closed_by_the_exporter(each) for each in silent[:most] + newer]
+        assert closed == [True] * 10 + [False] * (most - 10) + [False] * 10, closed  # the stuck oldest displaced
         assert await asyncio.to_thread(get, f"https://127.0.0.1:{served.port}/healthz", client) == "ok\n"
-        assert served.counts.dropped["made_room"] == 2 * most + 1  # the client's own took one more place
+        assert served.counts.dropped["handshake_displaced"] == 11  # the client's own took one more place
+        assert served.counts.dropped["made_room"] == 0
         assert served.counts.dropped["handshake_timeout"] == 0
     finally:
         for each in silent:
@@ -118,9 +133,44 @@ async def test_at_most_four_handshakes_a_place_are_under_way_and_a_client_is_sti
             await served.task
 
 
+async def test_scrapers_at_once_above_a_small_cap_are_all_answered(
+        tls: tuple[ssl.SSLContext, ssl.SSLContext]) -> None:
+    """At `--max-connections 1` five scrapers at once (one placed, four in line), ten times: each handshake is over
+    (none reset for another), each scraper waits its turn and reads its answer. 4 handshakes under way at most
+    reset 4 of each 5."""
+    server, client = tls
+    served = served_many_models(ssl_context=server, max_connections=1)
+    try:
+        await asyncio.sleep(0.2)
+        for _ in range(10):
+            together = threading.Barrier(5)
+            answers: list[str] = []
+
+            def scrape(barrier: threading.Barrier = together, answers: list[str] = answers) -> None:
+                barrier.wait()
+                try:
+                    answers.append(get(f"https://127.0.0.1:{served.port}/metrics", client))
+                except OSError as error:
+                    answers.append(repr(error))
+
+            scrapers = [threading.Thread(target=scrape) for _ in range(5)]
+            for scraper in scrapers:
+                scraper.start()
+            for scraper in scrapers:
+                await asyncio.to_thread(scraper.join, 60)
+            assert len(answers) == 5
+            assert all("model-02999" in answer for answer in answers), (
+                [answer[:60] for answer in answers], served.counts.dropped)
+        assert served.counts.dropped["handshake_displaced"] == 0
+    finally:
+        served.stopped.set()
+        await served.task
+
+
 def test_the_exporter_bounds_a_handshake_as_the_adapter_its_header_read_timeout() -> None:
     """The bound the exporter serves with: the adapter's `--header-read-timeout` default, far above a real
     handshake's milliseconds and far below asyncio's 60 s."""
     from autoscaler.settings import ServeSettings
 
     assert HANDSHAKE_TIMEOUT_S == ServeSettings().header_read_timeout_s == 10.0
+
