@@ -190,12 +190,13 @@ class ModelCopies:
             total = sum(counts.values()) * factor / interval
             least = quiet_count(mu, total, interval) / factor
             level = fair_level([value * factor / interval for value in counts.values()], mu) if total > mu else math.inf
+            active = sum(1 for value in counts.values() if value > 0.0)  # copies in use: the threshold's floor
             for model, value in counts.items():
                 if value <= least:  # neither heavy nor asking for a copy (most copies of a pod not saturated)
                     continue
                 count = value * factor
                 rate = count / interval
-                limit = copy_threshold(mu, rate, total, pod.young.get(model, math.inf), level)
+                limit = copy_threshold(mu, rate, total, pod.young.get(model, math.inf), level, active)
                 held = model in pod.cache  # a loaded copy here: `holders` has the pod
                 if held and rate > HEAVY_SHARE * limit:  # "if (rpm > heavyRpms) ce.setLastHeavyTime(now)" (l.5710)
                     pod.heavy[model] = now

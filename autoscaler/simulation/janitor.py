@@ -144,7 +144,8 @@ def _remove(pod: SimPod, model: int, used: float, ready: Sequence[SimPod], copie
     rate = pod.shares.get(model, 0.0)
     mu = copies.shape.pod_rps
     level = fair_level(pod.shares.values(), mu) if pod.rate > mu else math.inf
-    limit = copy_threshold(mu, rate, pod.rate, pod.young.get(model, math.inf), level)
+    active = sum(1 for share in pod.shares.values() if share > 0.0)
+    limit = copy_threshold(mu, rate, pod.rate, pod.young.get(model, math.inf), level, active)
     if rate > KEEP_SHARE * limit:
         return False
     return not (pod.rate > 0.0 and pod.backlog * rate / pod.rate > 1.0)  # more than one request queued for it

@@ -5,19 +5,20 @@ modelmesh/ModelMesh.java l.5619-5857) every `RATE_CHECK_INTERVAL_MS`, 10 s (l.23
 that took requests since the last run, it turns the requests counted on that copy (`recordInvocation`, at
 arrival, before any queueing: l.2691) into a rate and:
 
-- skips unless the rate reaches the scale-up threshold (`if (rpm < scaleUpRpms) continue`, l.5762). In
-  latency-based mode, the mode of a runtime that limits model concurrency, the threshold is 90% of the copy's
-  measured bandwidth, max concurrency over the mean time a request takes (`getRpmScaleThreshold`,
-  l.2766-2796); without it, `scaleUpRpmThreshold`, 2000 rpm (l.240). A simulated pod serves `pod_rps` at full
-  busy, shared between its copies as a GPU is: a request takes longer while other models' requests run, so a
-  copy's measured bandwidth is what the pod has left for it, `pod_rps` less what the pod serves of the other
-  models (`copy_threshold`). A copy alone on its pod asks for more at 90% of `pod_rps`; on a saturated pod
-  every copy with work queued is at its bandwidth and asks for one. A copy that has completed fewer than 8
-  requests since it loaded has no measure yet and ModelMesh falls back to 2000 rpm (l.2779-2781): the
-  completions add up across checks until there are 64 (`young_copies`), so a model at 2 or 3 requests a check is
-  measured after four, and its copies on a saturated pod ask for more as a busy model's do (a simulator that
-  took each check's own count kept 500 such models on the pods that held them at the start, the pods added
-  beside them idle for 12 h);
+- skips unless the rate reaches the scale-up threshold (`if (rpm < scaleUpRpms) continue`, l.5762). In latency-based
+  mode, the mode of a runtime that limits model concurrency, the threshold is 90% of the copy's measured bandwidth,
+  max concurrency over the mean time a request takes (`getRpmScaleThreshold`, l.2766-2796); without it,
+  `scaleUpRpmThreshold`, 2000 rpm (l.240, l.5677-5681). The simulator always takes the latency-based threshold,
+  `--queue-untimed` too (docs/simulation.md says why). A simulated pod serves `pod_rps` at full busy, shared between
+  its copies as a GPU is: a request takes longer while other models' requests run, so a copy's measured bandwidth is
+  what the pod has left for it, `pod_rps` less what the pod serves of the other models (`copy_threshold`), and never
+  less than what the pod serves over its copies in use, each of which lets at most its max concurrency into the model
+  server. A copy alone on its pod asks for more at 90% of `pod_rps`; on a saturated pod every copy with work queued is
+  at its bandwidth and asks for one. A copy that has completed fewer than 8 requests since it loaded has no measure
+  yet and ModelMesh falls back to 2000 rpm (l.2779-2781): the completions add up across checks until there are 64
+  (`young_copies`), so a model at 2 or 3 requests a check is measured after four, and its copies on a saturated pod
+  ask for more as a busy model's do (a simulator that took each check's own count kept 500 such models on the pods
+  that held them at the start, the pods added beside them idle for 12 h);
 - skips when a copy of the model on another pod started loading within the last check interval, the one
   before, and twice the time a load is assumed to take (l.5764-5769, `loadedSince` l.5860): the rate measured
   does not yet show what that copy will take. `assumeCompletedAfterMillis` settles on the mean load time when
@@ -69,10 +70,12 @@ def heavy_mark(pod_rps: float) -> float:
     return HEAVY_SHARE * threshold(pod_rps)
 
 
-def copy_threshold(pod_rps: float, rate: float, pod_rate: float, completed: float, level: float) -> float:
+def copy_threshold(pod_rps: float, rate: float, pod_rate: float, completed: float, level: float,
+                   active: int) -> float:
     """The rate one copy must reach to ask for more: 90% of its bandwidth (`rate`: this copy's requests per
     second, `pod_rate`: all the pod's, `completed`: the requests this copy has completed since it loaded, inf
-    where that is `FEW_REQUESTS` or more: `young_copies`; `level`: the pod's `fair_level`).
+    where that is `FEW_REQUESTS` or more: `young_copies`; `level`: the pod's `fair_level`; `active`: the pod's
+    copies that took requests in the interval).
 
     On a pod with time to spare, what it has left for the copy: `pod_rps` less what the other models take. On a
     saturated pod, the fair level: ModelMesh lets each copy `maxConc` requests into the model server at a time,
@@ -81,12 +84,23 @@ def copy_threshold(pod_rps: float, rate: float, pod_rate: float, completed: floa
     request takes as long as the busy copies make it, whatever its own model's rate. A copy's measured
     bandwidth, max concurrency over that time (l.2738, l.2796), is then the level, and a copy under it asks for no
     copy however saturated its pod: a model at 0.01 req/s does not measure a hundredth of a pod. (The simulated
-    pod still serves every copy's arrivals in the same proportion: `pods.serve`.)"""
+    pod still serves every copy's arrivals in the same proportion: `pods.serve`.)
+
+    Whatever the pod's load, no copy's bandwidth is under what the pod serves over its `active` copies: with each
+    copy letting at most `maxConc` requests into the model server, no more than `active` x `maxConc` are in it, so
+    by Little's law a request there takes at most that over what the pod serves, and the threshold
+    (`maxConc * count * 0.9 * 600000 / timeSum`, l.2795) is at least 0.9 x what it serves / `active`. On a pod
+    routed just under capacity (19.99 of 20 req/s, as pods draining a queue are while the HPA lags: routing.py
+    takes the queue out of their rates), what the pod has left for a quiet copy is about its own rate, and every
+    copy asked for another, models called once a minute among them (a reviewer's dense trace: one check made
+    102 copies, 100 onto one new pod); ModelMesh's copies there measure the floor and ask for none. (The fair
+    level of a saturated pod is never under it: max-min shares of `pod_rps` over `active` copies.)"""
     if completed < FEW_REQUESTS:
         return DEFAULT_RPS
+    floor = min(pod_rate, pod_rps) / max(1, active)
     if level < math.inf:
-        return BANDWIDTH_SHARE * level
-    return BANDWIDTH_SHARE * max(0.0, pod_rps - (pod_rate - rate))
+        return BANDWIDTH_SHARE * max(level, floor)
+    return BANDWIDTH_SHARE * max(pod_rps - (pod_rate - rate), floor)
 
 
 def fair_level(rates: Iterable[float], pod_rps: float) -> float:

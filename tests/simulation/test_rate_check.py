@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscaler.simulation.cluster import Cluster, ClusterShape
@@ -54,16 +54,19 @@ def test_a_copy_under_the_threshold_asks_for_none_though_its_pod_is_busy() -> No
 def test_a_copys_bandwidth_is_what_its_pod_has_left_for_it() -> None:
     # The threshold is 90% of the copy's measured bandwidth, max concurrency over the time a request takes in the
     # model server (l.2766-2796); a request takes longer while the pod serves other models. 20 req/s pods:
-    assert copy_threshold(20.0, 30.0, 30.0, 300.0, fair_level([30.0], 20.0)) == 18.0  # alone: 90% of 20
-    assert copy_threshold(20.0, 4.0, 16.0, 40.0, fair_level([4.0] * 4, 20.0)) == 0.9 * 8.0  # 12 of 20 taken: 8 left
+    assert copy_threshold(20.0, 30.0, 30.0, 300.0, fair_level([30.0], 20.0), 1) == 18.0  # alone: 90% of 20
+    assert copy_threshold(20.0, 4.0, 16.0, 40.0, fair_level([4.0] * 4, 20.0), 4) == 0.9 * 8.0  # 12 of 20 taken: 8 left
     # 24 req/s on a pod serving 20, four models at 6: the pod's time goes round them, 5 each.
-    assert copy_threshold(20.0, 6.0, 24.0, 60.0, fair_level([6.0] * 4, 20.0)) == 0.9 * 5.0
+    assert copy_threshold(20.0, 6.0, 24.0, 60.0, fair_level([6.0] * 4, 20.0), 4) == 0.9 * 5.0
     # A hot model at 20 beside 40 at 0.1 (24 on 20): the quiet ones are served whole (4), the hot one gets 16.
     level = fair_level([20.0] + [0.1] * 40, 20.0)
     assert math.isclose(level, 16.0)
-    assert math.isclose(copy_threshold(20.0, 20.0, 24.0, 200.0, level), 0.9 * 16.0)
-    assert copy_threshold(20.0, 0.1, 24.0, 8.0, level) > 0.1  # a quiet copy on it does not ask
-    assert copy_threshold(20.0, 0.5, 24.0, 5.0, level) == 2000.0 / 60.0  # under 8 since it loaded: 2000 rpm (l.2780)
+    assert math.isclose(copy_threshold(20.0, 20.0, 24.0, 200.0, level, 41), 0.9 * 16.0)
+    assert copy_threshold(20.0, 0.1, 24.0, 8.0, level, 41) > 0.1  # a quiet copy on it does not ask
+    assert copy_threshold(20.0, 0.5, 24.0, 5.0, level, 41) == 2000.0 / 60.0  # under 8 since it loaded (l.2780)
+    # Just under capacity (19.99 of 20, 21 copies in use) a quiet copy at 0.5 req/s had 0.51 left, threshold 0.46,
+    # and asked; its requests wait in the model server behind at most 21 x maxConc (l.2689-2712): 0.9 x 19.99 / 21.
+    assert math.isclose(copy_threshold(20.0, 0.5, 19.99, 50.0, math.inf, 21), 0.9 * 19.99 / 21)
 
 
 @given(st.lists(st.floats(0.0, 50.0), min_size=1, max_size=60), st.floats(1.0, 100.0))
@@ -194,3 +197,28 @@ def copied(cluster: Cluster) -> list[int]:
     """The models with a copy on pod-1, loaded or loading."""
     loading = {model for model, pod in cluster.copies.copying if pod == "pod-1"}
     return sorted(loading | set(cluster.pods[1].cache))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0.01, 1.0), min_size=4, max_size=40), st.integers(2, 4), st.floats(0.0, 0.02))
+def test_no_check_copies_a_model_under_the_floor(quiet: list[float], replicas: int, slack: float) -> None:
+    # Each copy lets at most its max concurrency into the model server (l.2689-2712): no request there takes longer
+    # than the pod's copies in use x that concurrency over what it serves, so no copy's threshold (l.2795) is under
+    # 0.9 x pod_rps / copies in use, whatever the pod's load: a model below 0.9 x pod_rps / all models is never
+    # copied for its rate. A hot model fills `replicas` pods to within `slack` of capacity, where pods sit while the
+    # HPA lags (routing levels them, their queues taken out of their rates): every copy there asked.
+    shape = ClusterShape(pod_rps=20.0, cache_models=100, load_time_s=10.0)
+    hot = max(0.0, replicas * shape.pod_rps * (1.0 - slack) - sum(quiet))
+    models, rates = [*range(len(quiet)), 999], [*quiet, hot]
+    cluster = Cluster(shape, replicas, tick_s=5.0)
+    cluster.warm(0.0, models, [rate / 10.0 for rate in rates])  # warm at a tenth: the quiet models held once
+    assert all(len(cluster.holders[m]) == 1 for m in range(len(quiet)))
+    for start in range(0, 180, 10):  # a trace of 10 s buckets, each routed anew
+        run(cluster, models, rates, start + 10.0, start=float(start))
+    floor = 0.9 * shape.pod_rps / len(models)
+    copied = [m for m, rate in enumerate(quiet)
+              if rate < floor and len(cluster.holders[m]) + cluster.copies.loading(m) > 1]
+    assert copied == []
+    # Nor stamped heavy (over 3/4 of the threshold, l.5706-5710), which keeps a third copy 5 hours (janitor.py)
+    heavy = {m for pod in cluster.pods for m in pod.heavy}
+    assert [m for m, rate in enumerate(quiet) if rate < 0.75 * floor and m in heavy] == []
