@@ -168,16 +168,16 @@ class ReplicaBridge:
 
         The bridge's own writes come back here too, at the value it carried (`ScaleMemory.asked`, noted before
         the write): they start nothing. So does a runtime no RuntimeScale of this leader has carried to yet (the
-        full pass does), one with `serving.kserve.io/autoscalerClass`, and anything while not leading. A late
-        event of an older write of its own (asks in quick succession) is handed over, reads the runtime at the
-        newer value and writes nothing."""
+        full pass does), one with `serving.kserve.io/autoscalerClass`, and anything while not leading. Nor does a
+        late event of an older write of its own (asks in quick succession on a loaded adapter: `echoes_due`),
+        which read the runtime again for nothing."""
         if not self._may_write():
             return
         owner = self._owners.owner(object_key(runtime))
         memory = None if owner is None else self._memory.get(owner)
         if (owner is None or memory is None or memory.asked is None or memory.scale is None
-                or memory.asked[0] != object_key(runtime)[1] or autoscaler_class(runtime) is not None
-                or replicas_of(runtime) == memory.asked[1]):
+                or autoscaler_class(runtime) is not None or memory.echo(object_key(runtime)[1], replicas_of(runtime))
+                or memory.asked[0] != object_key(runtime)[1]):
             return
         found = replicas_of(runtime)
         if memory.refused_at == (memory.asked[0], found) and self._retries.waits(owner, memory.scale):

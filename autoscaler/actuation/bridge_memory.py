@@ -31,6 +31,11 @@ Generation = tuple[str, int]
 """(uid, metadata.generation) of a RuntimeScale."""
 
 
+ECHOES_KEPT = 8
+"""Older values of a runtime's asks whose watch events may still come (`ScaleMemory.echoes_due`): the asks of an
+HPA in quick succession while the adapter is slow to read its watch."""
+
+
 @dataclass(slots=True)
 class ScaleMemory:
     """One RuntimeScale's memory (`ReplicaBridge._memory`)."""
@@ -59,6 +64,10 @@ class ScaleMemory:
     watch may hand back before it is answered): a ServingRuntime event at another value is someone else's
     (`ReplicaBridge.runtime_changed`), one at this value is the bridge's own write coming back, which starts
     nothing. None where it asks for nothing (no spec.replicas) or carries nothing (a duplicate)."""
+    echoes_due: list[int] = field(default_factory=list)
+    """Values written to `asked`'s runtime before `asked`, whose watch events may still be on their way (asks in
+    quick succession, a loaded adapter): in the watch's order they come before `asked`'s own, so one of them
+    is the bridge's write coming back late, not a hand edit; `asked`'s own event clears them."""
     scale: dict[str, Any] | None = None
     """The RuntimeScale as its last reconcile carried it: what a ServingRuntime set behind the bridge's back is
     set back to, handed over as the RuntimeScale watch hands an HPA's write."""
@@ -94,6 +103,30 @@ class ScaleMemory:
         owner warns about the runtime's annotations."""
         self.carried = self.carried_uid = self.set_back = self.asked = self.scale = self.refused_at = None
         self.misplaced = ()
+        self.echoes_due.clear()
+
+    def ask(self, runtime: str, wanted: int | None) -> None:
+        """Set out to carry `wanted` to `runtime` (`asked`); the value asked before, written to the same runtime,
+        may still come back from the watch (`echoes_due`, the last few)."""
+        before = self.asked
+        self.asked = None if wanted is None else (runtime, wanted)
+        if before is None or self.asked is None or before[0] != runtime:
+            self.echoes_due.clear()
+        elif before[1] != wanted:
+            self.echoes_due = [*self.echoes_due[-(ECHOES_KEPT - 1):], before[1]]
+
+    def echo(self, runtime: str, found: int | None) -> bool:
+        """Whether an event of `runtime` at `found` is the bridge's own write coming back: `asked`'s (which clears
+        the older ones due), or a late one of an older value (it, and those due before it, are through)."""
+        if self.asked is None or self.asked[0] != runtime:
+            return False
+        if found == self.asked[1]:
+            self.echoes_due.clear()
+            return True
+        if found is not None and found in self.echoes_due:
+            del self.echoes_due[:self.echoes_due.index(found) + 1]
+            return True
+        return False
 
     def set_back_level(self, found: int | None, now: float) -> int:
         """WARNING for the first set-back of an episode, DEBUG for the rest: a GitOps tool with self-heal that

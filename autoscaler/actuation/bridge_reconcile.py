@@ -177,7 +177,7 @@ class RuntimeScaleReconciler:
                 wanted = replicas_of(scale)
         memory.note_reconciled(scale)
         memory.scale = scale
-        memory.asked = None if wanted is None else (runtime_name, wanted)
+        memory.ask(runtime_name, wanted)
         memory.refused_at = None
         found = replicas_of(runtime)
         if wanted is not None and found != wanted:

@@ -22,7 +22,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.actuation.bridge import BridgeSettings, ReplicaBridge
-from autoscaler.actuation.bridge_memory import FIGHT_SET_BACKS, FIGHT_WINDOW_S
+from autoscaler.actuation.bridge_memory import FIGHT_SET_BACKS, FIGHT_WINDOW_S, ScaleMemory
 from autoscaler.actuation.bridge_runtime_watch import serving_runtime_watches
 from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.kube.client import KubeClient
@@ -471,3 +471,20 @@ async def _fought(steps: list[tuple[str, int]]) -> tuple[list[float], int | None
             return set_backs, kube.serving_runtime_replicas(NS, rt(0))
         finally:
             await client.close()
+
+
+def test_a_late_event_of_an_older_own_write_is_known_as_the_bridges_own_and_a_hand_edit_after_is_not() -> None:
+    """Asks 4 then 5 in quick succession on a loaded adapter: the watch hands back the write of 4 after the
+    bridge set out to carry 5 (a CI run read the runtime again for it: 6 reads for 5 asks). It is the bridge's
+    own; 5's own event clears what was due, and a value of 4 after it is someone else's."""
+    memory = ScaleMemory()
+    memory.ask("rt", 4)
+    memory.ask("rt", 5)
+    assert memory.echo("rt", 4), "the late event of the write of 4 taken for a hand edit"
+    assert not memory.echo("rt", 4), "a second event at 4, after its own came, is a hand edit"
+    memory.ask("rt", 6)
+    assert memory.echo("rt", 6)
+    assert not memory.echo("rt", 5), "5's event never came before 6's: a 5 after 6's is someone else's"
+    assert not memory.echo("other", 6), "another runtime's event is never this one's echo"
+    memory.ask("other", 3)
+    assert not memory.echo("other", 6), "a write to the runtime before a move is no echo of the new runtime"
