@@ -10,6 +10,7 @@ reads (the API's answer), what /debug says, and the pods' annotations the Replic
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -48,13 +49,15 @@ DEBUG = f"/debug/runtimes/{KEY.namespace}/{KEY.deployment}"
 
 
 class LoadSource(SourceDefaults):
-    """Three Ready pods with fresh load data at the request rates of `load`, a Deployment of 3 replicas."""
+    """Ready pods with fresh load data at the request rates of `load` (three, `BEFORE`), a Deployment of
+    `replicas` (3): more than its pods when some were never created, fewer mid-rollout with surge."""
 
     name = "stand-in"
     errors: dict[str, int] = {}
 
-    def __init__(self) -> None:
-        self.load = BEFORE
+    def __init__(self, load: dict[str, float] | None = None, replicas: int = 3) -> None:
+        self.load = BEFORE if load is None else load
+        self.replicas = replicas
         self.scrapes_failing: frozenset[str] = frozenset()
         """Pods whose exporters' scrapes fail: their last samples, two minutes old, are not fresh."""
 
@@ -62,7 +65,7 @@ class LoadSource(SourceDefaults):
         pods = tuple(PodSample(name, sampled_at=now - (120 if name in self.scrapes_failing else 1),
                                requests_per_second=rps, queue_delay_s=0.0, lru_age_s=900.0,
                                cache_used_ratio=0.5, models_loaded=3.0) for name, rps in self.load.items())
-        return [RuntimeSnapshot(KEY, pods, now, replicas=3)]
+        return [RuntimeSnapshot(KEY, pods, now, replicas=self.replicas)]
 
     async def close(self) -> None:
         return None
@@ -140,11 +143,13 @@ async def holds_counted(api: TestClient[Any, Any]) -> dict[str, float]:
             for sample in family.samples if sample.name == HOLDS and sample.value}
 
 
-@pytest.fixture
-async def cluster(kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: Any) -> AsyncIterator[Cluster]:
-    add_pods(kube, PODS)
+@contextlib.asynccontextmanager
+async def hold_world(kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: Any,
+                     source: LoadSource) -> AsyncIterator[Cluster]:
+    """The adapter over `source`'s pods (made in the fake API), its first refresh done and the first costs on
+    every pod; the writer's tasks stopped after."""
+    add_pods(kube, source.load)
     clock = SteppedClock(T0)
-    source = LoadSource()
     metrics = AdapterMetrics()
     refresher = Refresher(source, PolicyBook(POLICY), metrics, clock=clock, monotonic=clock)
     writer = DeletionCostWriter(kube_client, metrics, settings=WriterSettings(qps=None), clock=clock,
@@ -155,14 +160,21 @@ async def cluster(kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: An
     try:
         world = Cluster(kube, api, refresher, source, clock, writer)
         await world.refresh(0.0)
-        await world.until(lambda: None not in world.costs().values(), "wrote the first costs")
-        assert await world.served() == 3.0
-        assert world.least_needed_in_cluster() == ["pod-b"]
+        await world.until(lambda: all(kube.pod_annotations(KEY.namespace, pod).get(DELETION_COST_ANNOTATION)
+                                      is not None for pod in source.load), "wrote the first costs")
         yield world
     finally:
         for task in actuator.tasks:
             task.cancel()
         await asyncio.gather(*actuator.tasks, return_exceptions=True)
+
+
+@pytest.fixture
+async def cluster(kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: Any) -> AsyncIterator[Cluster]:
+    async with hold_world(kube, kube_client, aiohttp_client, LoadSource()) as world:
+        assert await world.served() == 3.0
+        assert world.least_needed_in_cluster() == ["pod-b"]
+        yield world
 
 
 @pytest.mark.parametrize("status", [503, 403])

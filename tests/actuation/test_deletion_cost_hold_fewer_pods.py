@@ -9,24 +9,16 @@ costs they carried, the busy pod first. Here: 5 replicas, 3 pods, the busiest ca
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from autoscaler.actuation.actuator import DeletionCostActuator
-from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
-from autoscaler.api.app import build_api_app
 from autoscaler.kube.client import KubeClient
-from autoscaler.model import PodSample, RuntimeSnapshot
 from autoscaler.names import ServedMetric
-from autoscaler.policies.config import PolicyBook
-from autoscaler.refresher import Refresher
-from autoscaler.selfmetrics import AdapterMetrics
-from tests.actuation.conftest import KEY, SteppedClock, add_pods
-from tests.actuation.test_deletion_cost_hold import PODS, POLICY, T0, Cluster, LoadSource
+from tests.actuation.conftest import KEY
+from tests.actuation.test_deletion_cost_hold import Cluster, LoadSource, hold_world
 from tests.fakes.kube import FakeKubeApi
 
 REPLICAS = 5
@@ -37,40 +29,12 @@ ONLY_A = {"pod-a": 90.0, "pod-b": 0.0, "pod-c": 0.0}  # 90: 2 with headroom; one
 DESIRED = ServedMetric.DESIRED_REPLICAS.value
 
 
-class FewerPods(LoadSource):
-    """`LoadSource`'s pods, under a Deployment of `REPLICAS`."""
-
-    async def collect(self, now: float) -> list[RuntimeSnapshot]:
-        pods = tuple(PodSample(name, sampled_at=now - 1, requests_per_second=rps, queue_delay_s=0.0,
-                               lru_age_s=900.0, cache_used_ratio=0.5, models_loaded=3.0)
-                     for name, rps in self.load.items())
-        return [RuntimeSnapshot(KEY, pods, now, replicas=REPLICAS)]
-
-
 @pytest.fixture
 async def cluster(kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: Any) -> AsyncIterator[Cluster]:
-    add_pods(kube, PODS)
-    clock = SteppedClock(T0)
-    source = FewerPods()
-    source.load = QUIET_A
-    metrics = AdapterMetrics()
-    refresher = Refresher(source, PolicyBook(POLICY), metrics, clock=clock, monotonic=clock)
-    writer = DeletionCostWriter(kube_client, metrics, settings=WriterSettings(qps=None), clock=clock,
-                                rand=lambda: 1.0)
-    actuator = DeletionCostActuator(kube_client, writer, None, refresher, metrics)
-    actuator.start()
-    api = await aiohttp_client(build_api_app(refresher, metrics))
-    try:
-        world = Cluster(kube, api, refresher, source, clock, writer)
-        await world.refresh(0.0)
-        await world.until(lambda: None not in world.costs().values(), "wrote the first costs")
+    async with hold_world(kube, kube_client, aiohttp_client, LoadSource(QUIET_A, REPLICAS)) as world:
         assert await world.served() >= float(REPLICAS)
         assert world.least_needed_in_cluster() == ["pod-a"]
         yield world
-    finally:
-        for task in actuator.tasks:
-            task.cancel()
-        await asyncio.gather(*actuator.tasks, return_exceptions=True)
 
 
 async def test_a_scale_down_of_a_deployment_short_of_pods_waits_for_refused_costs(

@@ -10,40 +10,22 @@ Deployment's scale-down could remove pod-a, the busiest."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from autoscaler.actuation.actuator import DeletionCostActuator
-from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
-from autoscaler.api.app import build_api_app
 from autoscaler.kube.client import KubeClient
-from autoscaler.model import PodSample, RuntimeSnapshot
 from autoscaler.names import DELETION_COST_ANNOTATION
-from autoscaler.policies.config import PolicyBook
-from autoscaler.refresher import Refresher
-from autoscaler.selfmetrics import AdapterMetrics
-from tests.actuation.conftest import KEY, SteppedClock, add_pods
-from tests.actuation.test_deletion_cost_hold import POLICY, T0, Cluster, LoadSource
+from tests.actuation.conftest import KEY
+from tests.actuation.test_deletion_cost_hold import Cluster, LoadSource, hold_world
 from tests.fakes.kube import FakeKubeApi
 
 REPLICAS = 3
 """The Deployment's replicas, two below the five Ready pods its old and new ReplicaSets run mid-rollout."""
 ROLLING = {"pod-a": 10.0, "pod-b": 20.0, "pod-c": 30.0, "pod-d": 80.0, "pod-e": 90.0}  # 230 req/s: 3
 MOVED = {"pod-a": 40.0, "pod-b": 5.0, "pod-c": 5.0, "pod-d": 50.0, "pod-e": 50.0}  # 150: 2; pod-a now needed
-
-
-class Rolling(LoadSource):
-    """Five Ready pods under a Deployment of `REPLICAS`: a rolling update with surge."""
-
-    async def collect(self, now: float) -> list[RuntimeSnapshot]:
-        pods = tuple(PodSample(name, sampled_at=now - 1, requests_per_second=rps, queue_delay_s=0.0,
-                               lru_age_s=900.0, cache_used_ratio=0.5, models_loaded=3.0)
-                     for name, rps in self.load.items())
-        return [RuntimeSnapshot(KEY, pods, now, replicas=REPLICAS)]
 
 
 def carried(kube: FakeKubeApi) -> dict[str, int | None]:
@@ -54,29 +36,11 @@ def carried(kube: FakeKubeApi) -> dict[str, int | None]:
 
 @pytest.fixture
 async def cluster(kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: Any) -> AsyncIterator[Cluster]:
-    add_pods(kube, ROLLING)
-    clock = SteppedClock(T0)
-    source = Rolling()
-    source.load = ROLLING
-    metrics = AdapterMetrics()
-    refresher = Refresher(source, PolicyBook(POLICY), metrics, clock=clock, monotonic=clock)
-    writer = DeletionCostWriter(kube_client, metrics, settings=WriterSettings(qps=None), clock=clock,
-                                rand=lambda: 1.0)
-    actuator = DeletionCostActuator(kube_client, writer, None, refresher, metrics)
-    actuator.start()
-    api = await aiohttp_client(build_api_app(refresher, metrics))
-    try:
-        world = Cluster(kube, api, refresher, source, clock, writer)
-        await world.refresh(0.0)
-        await world.until(lambda: None not in carried(kube).values(), "wrote the first costs")
+    async with hold_world(kube, kube_client, aiohttp_client, LoadSource(ROLLING, REPLICAS)) as world:
         costs = {pod: cost or 0 for pod, cost in carried(kube).items()}
         assert costs["pod-a"] == costs["pod-b"] == costs["pod-c"] < costs["pod-d"] < costs["pod-e"], costs
         assert await world.served() == float(REPLICAS)
         yield world
-    finally:
-        for task in actuator.tasks:
-            task.cancel()
-        await asyncio.gather(*actuator.tasks, return_exceptions=True)
 
 
 async def test_a_scale_down_mid_rollout_waits_for_refused_costs(
