@@ -3,6 +3,8 @@ pointed at it, a clock the test steps, and small builders of the views the refre
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
@@ -46,6 +48,18 @@ async def kube_client(kubeconfig: Path) -> AsyncIterator[KubeClient]:
     client = await KubeClient.connect(kubeconfig, user_agent="modelmesh-autoscaler/test", timeout_s=30.0)
     yield client
     await client.close()
+
+
+@contextlib.asynccontextmanager
+async def connected(kube: FakeKubeApi, namespace: str, timeout_s: float = 5.0) -> AsyncIterator[KubeClient]:
+    """A client of `kube` for a test that starts its own fake (each example of a property), closed after."""
+    with tempfile.TemporaryDirectory() as folder:
+        config = kube.write_kubeconfig(Path(folder) / "kubeconfig", namespace=namespace)
+        client = await KubeClient.connect(config, user_agent="modelmesh-autoscaler/test", timeout_s=timeout_s)
+    try:
+        yield client
+    finally:
+        await client.close()
 
 
 def pod_view(name: str, cost: int | None, *, ready: bool = True, fresh: bool = True) -> PodView:

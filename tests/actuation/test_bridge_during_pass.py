@@ -10,9 +10,7 @@ import asyncio
 import contextlib
 import copy
 import functools
-import tempfile
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -22,6 +20,7 @@ from autoscaler.actuation.bridge import BridgeSettings, ReplicaBridge
 from autoscaler.actuation.bridge_runtime_watch import ServingRuntimeWatch
 from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.kube.client import KubeClient
+from tests.actuation.conftest import connected
 from tests.fakes.kube import JSON, FakeKubeApi
 from tests.support.waiting import eventually
 
@@ -178,10 +177,7 @@ async def _pass_with_hpa_writes(steps: list[list[tuple[str, int]]]) -> tuple[lis
     and each runtime's last HPA replicas."""
     async with FakeKubeApi() as kube:
         fleet(kube, 6)
-        with tempfile.TemporaryDirectory() as folder:
-            config = kube.write_kubeconfig(Path(folder) / "kubeconfig", namespace=NS)
-            client = await KubeClient.connect(config, user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
-        try:
+        async with connected(kube, NS) as client:
             bridge = ReplicaBridge(client, namespaces=[NS])
             wanted = {rt(i): 3 for i in range(6)}
             watch = PlayedWatch(kube, bridge)
@@ -201,8 +197,6 @@ async def _pass_with_hpa_writes(steps: list[list[tuple[str, int]]]) -> tuple[lis
             kube.clear_faults()
             await watch.catch_up()
             return runtime_writes(kube), wanted
-        finally:
-            await client.close()
 
 
 async def test_an_hpa_write_landing_while_the_bridge_writes_that_status_is_carried_at_once(

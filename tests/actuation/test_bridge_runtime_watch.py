@@ -11,10 +11,8 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import tempfile
 import time
 from functools import partial
-from pathlib import Path
 from typing import NamedTuple
 
 import pytest
@@ -28,6 +26,7 @@ from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.kube.client import KubeClient
 from autoscaler.kube.raw import JSON
 from autoscaler.selfmetrics import AdapterMetrics
+from tests.actuation.conftest import connected
 from tests.actuation.test_bridge_during_pass import (
     NS,
     PlayedWatch,
@@ -350,10 +349,7 @@ async def _hand_edits_and_asks(steps: list[tuple[str, int, int]]) -> tuple[list[
     runtime writes, each runtime's last ask, and what each runtime holds in the end."""
     async with FakeKubeApi() as kube:
         fleet(kube, 2)
-        with tempfile.TemporaryDirectory() as folder:
-            config = kube.write_kubeconfig(Path(folder) / "kubeconfig", namespace=NS)
-            client = await KubeClient.connect(config, user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
-        try:
+        async with connected(kube, NS) as client:
             bridge = ReplicaBridge(client, namespaces=[NS], settings=BridgeSettings(resync_interval_s=3600.0))
             await bridge.sync()
             kube.clear_requests()
@@ -399,8 +395,6 @@ async def _hand_edits_and_asks(steps: list[tuple[str, int, int]]) -> tuple[list[
             else:
                 raise AssertionError("the bridge's hand-overs never settled")
             return writes, wanted, [kube.serving_runtime_replicas(NS, rt(i)) for i in range(2)]
-        finally:
-            await client.close()
 
 
 # One step of the other writer's property: it puts runtime 0 at 0-2 (never the ask), the ServingRuntime watch hands
@@ -437,10 +431,7 @@ async def _fought(steps: list[tuple[str, int]]) -> tuple[list[float], int | None
     now = [0.0]
     async with FakeKubeApi() as kube:
         fleet(kube, 1)
-        with tempfile.TemporaryDirectory() as folder:
-            config = kube.write_kubeconfig(Path(folder) / "kubeconfig", namespace=NS)
-            client = await KubeClient.connect(config, user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
-        try:
+        async with connected(kube, NS) as client:
             bridge = ReplicaBridge(client, namespaces=[NS], settings=BridgeSettings(resync_interval_s=3600.0),
                                    clock=lambda: now[0])
             scales, runtimes = PlayedWatch(kube, bridge), PlayedWatch(kube, bridge, "servingruntimes")
@@ -469,8 +460,6 @@ async def _fought(steps: list[tuple[str, int]]) -> tuple[list[float], int | None
             now[0] += 3600.0
             await bridge.sync()
             return set_backs, kube.serving_runtime_replicas(NS, rt(0))
-        finally:
-            await client.close()
 
 
 def test_a_late_event_of_an_older_own_write_is_known_as_the_bridges_own_and_a_hand_edit_after_is_not() -> None:

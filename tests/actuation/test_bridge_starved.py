@@ -12,9 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -22,6 +20,7 @@ from hypothesis import strategies as st
 
 from autoscaler.actuation.bridge import BridgeSettings, ReplicaBridge
 from autoscaler.kube.client import KubeClient
+from tests.actuation.conftest import connected
 from tests.actuation.test_bridge_during_pass import NS, STATUS_WRITE, PlayedWatch, fleet, hpa_writes, rt, running
 from tests.fakes.kube import FakeKubeApi
 from tests.support.waiting import eventually
@@ -111,10 +110,7 @@ async def _pass_while_hpas_write(runtimes: int, writers: list[int]) -> tuple[int
     pass's status writes, each runtime's replicas and each HPA's last ask."""
     async with FakeKubeApi() as kube:
         fleet(kube, runtimes)
-        with tempfile.TemporaryDirectory() as folder:
-            config = kube.write_kubeconfig(Path(folder) / "kubeconfig", namespace=NS)
-            client = await KubeClient.connect(config, user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
-        try:
+        async with connected(kube, NS) as client:
             bridge = ReplicaBridge(client, namespaces=[NS], settings=SETTINGS)
             asked = {rt(i): 3 for i in range(runtimes)}
             watch = PlayedWatch(kube, bridge)
@@ -131,8 +127,6 @@ async def _pass_while_hpas_write(runtimes: int, writers: list[int]) -> tuple[int
             kube.clear_faults()
             await watch.catch_up()
             return status_writes, {name: kube.serving_runtime_replicas(NS, name) or 0 for name in asked}, asked
-        finally:
-            await client.close()
 
 
 @settings(max_examples=8, deadline=None)

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import random
-import tempfile
 from collections import Counter
-from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscaler.actuation.bridge import BridgeSettings, ReplicaBridge
 from autoscaler.kube.client import KubeClient
-from tests.actuation.conftest import SteppedClock
+from tests.actuation.conftest import SteppedClock, connected
 from tests.fakes.kube import FakeKubeApi
 
 NS = "ml"
@@ -93,10 +91,7 @@ async def _retry_for_six_steps(seed: int, failing: int) -> tuple[Counter[str], l
     async with FakeKubeApi() as kube:
         fleet(kube, failing)
         kube.fail(r"/servingruntimes/", status=500, times=None, method="PATCH")
-        with tempfile.TemporaryDirectory() as folder:
-            config = kube.write_kubeconfig(Path(folder) / "kubeconfig", namespace=NS)
-            client = await KubeClient.connect(config, user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
-        try:
+        async with connected(kube, NS) as client:
             bridge = ReplicaBridge(client, namespaces=[NS], clock=clock, rand=random.Random(seed).random,
                                    settings=BridgeSettings(backoff_base_s=1.0, backoff_cap_s=8.0,
                                                            resync_interval_s=3600.0))
@@ -106,6 +101,4 @@ async def _retry_for_six_steps(seed: int, failing: int) -> tuple[Counter[str], l
                 waits.append(bridge.next_pass_in_s())
                 clock.advance(waits[-1])
                 await bridge.sync()
-        finally:
-            await client.close()
         return sent(kube), waits

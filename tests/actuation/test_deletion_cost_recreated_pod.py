@@ -7,9 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import tempfile
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -21,7 +19,7 @@ from autoscaler.kube.client import KubeClient
 from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.kube_pods import KubePodDiscovery
-from tests.actuation.conftest import KEY, SteppedClock, views_of
+from tests.actuation.conftest import KEY, SteppedClock, connected, views_of
 from tests.fakes.kube import FakeKubeApi
 from tests.support.waiting import eventually
 
@@ -163,31 +161,26 @@ def test_after_every_refresh_each_pod_carries_its_cost_and_only_pods_created_aga
 
 
 async def _refreshes_with_pods_created_again(steps: list[set[str]]) -> None:
-    async with FakeKubeApi() as kube, watching(kube, list(FLEET)) as discovery:
-        with tempfile.TemporaryDirectory() as folder:
-            config = kube.write_kubeconfig(Path(folder) / "kubeconfig", namespace=KEY.namespace)
-            client = await KubeClient.connect(config, user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
-        try:
-            clock = SteppedClock()
-            writer = DeletionCostWriter(client, AdapterMetrics(), settings=WriterSettings(qps=None), clock=clock,
-                                        cluster=discovery)
-            views = views_of(FLEET)
-            carried = {pod: str(cost) for pod, cost in FLEET.items()}
+    async with FakeKubeApi() as kube, watching(kube, list(FLEET)) as discovery, \
+            connected(kube, KEY.namespace) as client:
+        clock = SteppedClock()
+        writer = DeletionCostWriter(client, AdapterMetrics(), settings=WriterSettings(qps=None), clock=clock,
+                                    cluster=discovery)
+        views = views_of(FLEET)
+        carried = {pod: str(cost) for pod, cost in FLEET.items()}
+        writer.offer(views)
+        await writer.sync()
+        await eventually(lambda: all(discovery.deletion_cost(KEY.namespace, pod) == carried[pod]
+                                     for pod in FLEET))
+        for recreated in steps:
+            for pod in sorted(recreated):
+                await recreate(kube, discovery, pod)
+            kube.clear_requests()
+            clock.advance(REFRESH_S)
             writer.offer(views)
             await writer.sync()
+
+            assert sorted(patch.name for patch in kube.patches) == sorted(recreated)
+            assert {pod: cost_on(kube, pod) for pod in FLEET} == carried
             await eventually(lambda: all(discovery.deletion_cost(KEY.namespace, pod) == carried[pod]
                                          for pod in FLEET))
-            for recreated in steps:
-                for pod in sorted(recreated):
-                    await recreate(kube, discovery, pod)
-                kube.clear_requests()
-                clock.advance(REFRESH_S)
-                writer.offer(views)
-                await writer.sync()
-
-                assert sorted(patch.name for patch in kube.patches) == sorted(recreated)
-                assert {pod: cost_on(kube, pod) for pod in FLEET} == carried
-                await eventually(lambda: all(discovery.deletion_cost(KEY.namespace, pod) == carried[pod]
-                                             for pod in FLEET))
-        finally:
-            await client.close()
