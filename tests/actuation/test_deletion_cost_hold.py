@@ -90,6 +90,14 @@ class Cluster:
         quantity = json.loads(await response.text())["items"][0]["value"]
         return quantity_value(quantity)
 
+    async def served_over(self, refreshes: int) -> list[float]:
+        """The value served after each of `refreshes` refreshes, 15 s apart."""
+        served = []
+        for _ in range(refreshes):
+            await self.refresh()
+            served.append(await self.served())
+        return served
+
     async def debug(self) -> dict[str, Any]:
         response = await self.api.get(DEBUG)
         document: dict[str, Any] = await response.json()
@@ -224,10 +232,7 @@ async def test_a_lasting_refusal_holds_the_scale_down_no_longer_than_the_bound(
     await cluster.refresh()
     await cluster.until(lambda: cluster.patched("pod-b") >= 2, "tried pod-b's raise")
     assert await cluster.served() == 3.0
-    served = []
-    for _ in range(6):  # 90 s
-        await cluster.refresh()
-        served.append(await cluster.served())
+    served = await cluster.served_over(6)  # 90 s
     assert served[:3] == [3.0, 3.0, 3.0] and served[-1] == 2.0, served
     assert served == sorted(served, reverse=True), served  # held, then the fall: no flapping
     went = [r.getMessage() for r in caplog.records

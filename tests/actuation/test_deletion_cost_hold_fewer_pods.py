@@ -52,9 +52,7 @@ async def test_a_scale_down_of_a_deployment_short_of_pods_waits_for_refused_cost
     await cluster.refresh()
     served = [await cluster.served()]
     await cluster.until(lambda: cluster.refused("pod-a"), "tried pod-a's raise")
-    for _ in range(6):  # 90 s
-        await cluster.refresh()
-        served.append(await cluster.served())
+    served += await cluster.served_over(6)  # 90 s
     assert cluster.least_needed_in_cluster() == ["pod-a"]  # nothing was written: the busy pod still goes first
     assert served[:3] == [3.0, 3.0, 3.0] and served[-1] == 2.0, served
     written = [r.getMessage() for r in caplog.records if "deletion costs written" in r.getMessage()]

@@ -54,9 +54,7 @@ async def test_a_scale_down_mid_rollout_waits_for_refused_costs(
     await cluster.refresh()
     served = [await cluster.served()]
     await cluster.until(lambda: cluster.refused("pod-a"), "tried pod-a's raise")
-    for _ in range(6):  # 90 s
-        await cluster.refresh()
-        served.append(await cluster.served())
+    served += await cluster.served_over(6)  # 90 s
     assert served[:3] == [3.0, 3.0, 3.0] and served[-1] == 2.0, served
     waits = [r.getMessage() for r in caplog.records
              if r.levelno == logging.WARNING and "scale-down waits for deletion costs" in r.getMessage()]
