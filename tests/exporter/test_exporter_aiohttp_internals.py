@@ -14,13 +14,30 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import inspect
 import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
 
 from exporter.app import _CappedSite
 from exporter.connection_cap import ConnectionCap, ConnectionCounts
+
+
+@contextlib.asynccontextmanager
+async def connected_to(handler: Callable[[web.BaseRequest], Awaitable[web.StreamResponse]],
+                       ) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+    """A client's connection to aiohttp's own low-level server answering with `handler`."""
+    server = web.Server(handler)
+    listening = await asyncio.get_running_loop().create_server(server, "127.0.0.1", 0)
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", listening.sockets[0].getsockname()[1])
+        yield reader, writer
+        writer.close()
+    finally:
+        listening.close()
+        await server.shutdown(1)
 
 
 async def test_the_request_handler_marks_a_request_in_progress_and_queues_parsed_ones() -> None:
@@ -34,19 +51,10 @@ async def test_the_request_handler_marks_a_request_in_progress_and_queues_parsed
         answering.set()
         return web.Response(text="ok\n")
 
-    server = web.Server(handler)
-    loop = asyncio.get_running_loop()
-    listening = await loop.create_server(server, "127.0.0.1", 0)
-    port = listening.sockets[0].getsockname()[1]
-    try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    async with connected_to(handler) as (reader, writer):
         writer.write(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         await asyncio.wait_for(answering.wait(), 5)
         await reader.read()
-        writer.close()
-    finally:
-        listening.close()
-        await server.shutdown(1)
     assert seen == [(True, collections.deque)], (
         "aiohttp's RequestHandler no longer has _request_in_progress (a bool, True while a request is answered) "
         f"or _messages (a deque of parsed requests): exporter.connection_cap reads both; saw {seen}")
@@ -59,21 +67,12 @@ async def test_the_request_handler_waits_for_the_next_request_on_a_pending_waite
         protocols.append(request.protocol)
         return web.Response(text="ok\n")
 
-    server = web.Server(handler)
-    loop = asyncio.get_running_loop()
-    listening = await loop.create_server(server, "127.0.0.1", 0)
-    port = listening.sockets[0].getsockname()[1]
-    try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    async with connected_to(handler) as (reader, writer):
         writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")  # kept alive
         await reader.readuntil(b"ok\n")
         await asyncio.sleep(0.05)
         waiter = getattr(protocols[0], "_waiter", "missing")
         pending = isinstance(waiter, asyncio.Future) and not waiter.done()
-        writer.close()
-    finally:
-        listening.close()
-        await server.shutdown(1)
     assert pending, (
         "aiohttp's RequestHandler no longer waits for a kept-alive connection's next request on _waiter (a pending "
         f"future): exporter.connection_cap reads it to tell an answered request; saw {waiter!r}")
