@@ -6,19 +6,19 @@ that took requests since the last run, it turns the requests counted on that cop
 arrival, before any queueing: l.2691) into a rate and:
 
 - skips unless the rate reaches the scale-up threshold (`if (rpm < scaleUpRpms) continue`, l.5762). In latency-based
-  mode, the mode of a runtime that limits model concurrency, the threshold is 90% of the copy's measured bandwidth,
-  max concurrency over the mean time a request takes (`getRpmScaleThreshold`, l.2766-2796); without it,
-  `scaleUpRpmThreshold`, 2000 rpm (l.240, l.5677-5681). The simulator always takes the latency-based threshold,
-  `--queue-untimed` too (docs/simulation.md says why). A simulated pod serves `pod_rps` at full busy, shared between
-  its copies as a GPU is: a request takes longer while other models' requests run, so a copy's measured bandwidth is
-  what the pod has left for it, `pod_rps` less what the pod serves of the other models (`copy_threshold`), and never
-  less than what the pod serves over its copies in use, each of which lets at most its max concurrency into the model
-  server. A copy alone on its pod asks for more at 90% of `pod_rps`; on a saturated pod every copy with work queued is
-  at its bandwidth and asks for one. A copy that has completed fewer than 8 requests since it loaded has no measure
-  yet and ModelMesh falls back to 2000 rpm (l.2779-2781): the completions add up across checks until there are 64
-  (`young_copies`), so a model at 2 or 3 requests a check is measured after four, and its copies on a saturated pod
-  ask for more as a busy model's do (a simulator that took each check's own count kept 500 such models on the pods
-  that held them at the start, the pods added beside them idle for 12 h);
+  mode, the mode of a runtime that limits model concurrency, the threshold is 90% of the copy's measured bandwidth, max
+  concurrency over the mean time a request takes (`getRpmScaleThreshold`, l.2766-2796); without it,
+  `scaleUpRpmThreshold`, 2000 rpm (l.240, l.5677-5681): `--queue-untimed`, a runtime not annotated
+  `perModelConcurrencyLimit` (`flat_quiet_count`; the whole of it below). A simulated pod serves `pod_rps` at full busy,
+  shared between its copies as a GPU is: a request takes longer while other models' requests run, so a copy's measured
+  bandwidth is what the pod has left for it, `pod_rps` less what the pod serves of the other models (`copy_threshold`),
+  and never less than what the pod serves over its copies in use, each of which lets at most its max concurrency into
+  the model server. A copy alone on its pod asks for more at 90% of `pod_rps`; on a saturated pod every copy with work
+  queued is at its bandwidth and asks for one. A copy that has completed fewer than 8 requests since it loaded has no
+  measure yet and ModelMesh falls back to 2000 rpm (l.2779-2781): the completions add up across checks until there are
+  64 (`young_copies`), so a model at 2 or 3 requests a check is measured after four, and its copies on a saturated pod
+  ask for more as a busy model's do (a simulator that took each check's own count kept 500 such models on the pods that
+  held them at the start, the pods added beside them idle for 12 h);
 - skips when a copy of the model on another pod started loading within the last check interval, the one
   before, and twice the time a load is assumed to take (l.5764-5769, `loadedSince` l.5860): the rate measured
   does not yet show what that copy will take. `assumeCompletedAfterMillis` settles on the mean load time when
@@ -35,6 +35,16 @@ janitor keeps a third copy of a model heavy within the last 5 hours (janitor.py)
 on a pod taking over `HEAVY_SHARE` of the busy mark (`heavy_mark`), so only those pods' requests are counted.
 
 A copy still loading takes no requests while a loaded one exists (`ForwardingLB`, l.4309-4390).
+
+Untimed (`--queue-untimed`, `limitModelConcurrency` false) every threshold is the flat `scaleUpRpmThreshold`, 2000
+rpm (`DEFAULT_RPS`), whatever the pod serves: a copy asks for more at 2000 rpm (l.5677-5681, l.5762), is heavy over
+1500 (l.5706-5710), the janitor keeps a third copy over 2/3 of 2000 (l.6294-6298: `mcce == null`) and `getExcludeSet`
+leaves out pods over 8000 (l.5836). Nothing else moves a hot model's requests off its copies there: the copy's wait
+limit ("Model queue overload", `allWaiting`, l.2681-2699) and its queue (`limiter`) belong to `MaxConcCacheEntry`,
+which ModelMesh makes only in latency-based mode (l.2636-2641, l.5053-5055; `maxInflightPerModelCopy` is read only
+then, l.709-716); an untimed copy is a plain `CacheEntry`, whose `beforeInvoke` only counts the request (l.2579-
+2583), which then waits in the model server's own queue. So a model between what its pod serves and 2000 rpm stays
+on the pods that hold it, however long their queues: on a 20 req/s pod, one at 30 req/s keeps its one copy.
 """
 
 from __future__ import annotations
@@ -155,6 +165,13 @@ def quiet_count(pod_rps: float, pod_rate: float, interval_s: float) -> float:
         return 0.0
     share = HEAVY_SHARE * BANDWIDTH_SHARE
     return share * spare / (1.0 - share * served) * interval_s * (1.0 - 1e-9)
+
+
+def flat_quiet_count(interval_s: float) -> float:
+    """Untimed, requests in the interval at or under which a copy is neither heavy nor asks for more, whatever its
+    pod's load: three quarters of 2000 rpm (`heavyRpms = (scaleUpRpms * 3) / 4`, l.5680), a hair under it as
+    `quiet_count`'s."""
+    return HEAVY_SHARE * DEFAULT_RPS * interval_s * (1.0 - 1e-9)
 
 
 def recent_load_cutoff(now: float, interval_s: float, load_time_s: float) -> float:

@@ -1,45 +1,114 @@
-"""Without per-model concurrency limits ModelMesh's rate check asks for copies at a flat 2000 rpm.
+"""Without per-model concurrency limits ModelMesh's rate check asks for copies at a flat 2000 rpm, and nothing else
+moves a hot model's requests off its copies.
 
 ModelMesh measures a copy's bandwidth only in latency-based mode, `latencyBased = limitModelConcurrency`; without
 it every copy's scale-up threshold is `scaleUpRpmThreshold`, 2000 rpm, and its heavy mark 3/4 of that
-(ModelMesh.java l.5677-5681), the janitor keeps a copy over 2/3 of the same (l.6295-6298) and the pods too busy to
+(ModelMesh.java l.5677-5681), the janitor keeps a copy over 2/3 of the same (l.6294-6298) and the pods too busy to
 take a copy are those over 4 x it (`getExcludeSet`, l.5836). That is the mode of a runtime not annotated
 `perModelConcurrencyLimit`, whose queue ModelMesh does not time either: `simulate --queue-untimed`. The simulator
-keeps the latency-based threshold there, and copies a model at 30 req/s onto the other pods at its first check.
+kept the latency-based threshold there, and copied a model at 30 req/s onto the other pods at its first check.
 
-Not followed yet, so marked a strict xfail: the flat threshold alone (tried 6 December) had `bench/simulate_shapes.py
---seeds 0 --queue-untimed` delay 73% of mixed's requests under mean-hpa and 69% under skew-aware (0.947x, was 0.613x),
-56% of steady's under mean-hpa: nothing but the rate check then moves a hot model's requests off its one pod, where
-ModelMesh has a second way out, the copy's wait limit ("Model queue overload", l.2681-2699, l.3656, l.3760), which
-the simulator does not model. The two go in together (docs/simulation.md).
+It was kept (a strict xfail until 6 December) on the belief that untimed ModelMesh has a second way out, the copy's
+wait limit ("Model queue overload"). It has not: that limit (`allWaiting`, l.2681-2699) and the copy's queue
+(`limiter`) are `MaxConcCacheEntry`'s, made only in latency-based mode (l.2636-2641, l.5053-5055); an untimed copy
+is a plain `CacheEntry`, whose `beforeInvoke` only counts the request (l.2579-2583) and sends it on to the model
+server, which queues it. So untimed, a model its pod cannot serve but under 2000 rpm keeps its one copy and its
+requests wait (docs/simulation.md).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from autoscaler.simulation.cluster import Cluster, ClusterShape
 from tests.simulation.runs import report, simulate, write_trace
+from tests.simulation.test_janitor import SHAPE as JANITOR_SHAPE
+from tests.simulation.test_rate_check import run
 
 
-def hot_trace(tmp_path: Path) -> Path:
-    """One model at 1 req/s for 10 minutes, then 30 req/s (over the 18 req/s a copy alone on a 20 req/s pod asks
-    for more at, latency-based, under 2000 rpm) for 20, beside 3 models at 1 req/s."""
-    rows = "".join(f"{60 * minute},hot,{60 if minute < 10 else 1800}\n" for minute in range(30))
+def hot_trace(tmp_path: Path, hot_rps: int = 30) -> Path:
+    """One model at 1 req/s for 10 minutes, then `hot_rps` (30: over the 18 req/s a copy alone on a 20 req/s pod
+    asks for more at, latency-based, under 2000 rpm) for 20, beside 3 models at 1 req/s."""
+    rows = "".join(f"{60 * minute},hot,{60 if minute < 10 else 60 * hot_rps}\n" for minute in range(30))
     rows += "".join(f"{60 * minute},m{m},60\n" for minute in range(30) for m in range(3))
     return write_trace(tmp_path, rows)
 
 
-@pytest.mark.xfail(strict=True, reason="untimed ModelMesh's flat 2000 rpm threshold is not modelled yet: it needs the "
-                   "copy's wait limit beside it (docstring)")
+def fixed(tmp_path: Path, *flags: str, hot_rps: int = 30) -> dict[str, float]:
+    """report.json's `fixed` row (3 pods all day) for `hot_trace`."""
+    result = simulate(tmp_path, hot_trace(tmp_path, hot_rps), "--policies", "fixed", *flags)
+    assert result.returncode == 0, result.stderr
+    row: dict[str, float] = report(tmp_path)["policies"]["fixed"]
+    return row
+
+
 def test_untimed_a_model_under_2000_rpm_gets_no_copy_for_its_rate(tmp_path: Path) -> None:
-    loads = {}
-    for name, flags in (("timed", []), ("untimed", ["--queue-untimed"])):
-        result = simulate(tmp_path, hot_trace(tmp_path), "--policies", "fixed", *flags)
-        assert result.returncode == 0, result.stderr
-        loads[name] = report(tmp_path)["policies"]["fixed"]["copy_loads"]
+    loads = {name: fixed(tmp_path, *flags)["copy_loads"]
+             for name, flags in (("timed", ()), ("untimed", ("--queue-untimed",)))}
     # Timed, the hot model's copy asks for 30 // 18 = 1 more; untimed it was the same (1), where ModelMesh's
     # threshold is 2000 rpm, 33.3 req/s: none
     assert loads["timed"] >= 1
     assert loads["untimed"] == 0, loads
+
+
+def test_untimed_a_hot_model_under_2000_rpm_waits_on_its_one_pod(tmp_path: Path) -> None:
+    # No wait limit untimed: the 30 req/s the hot model's one 20 req/s pod takes for 20 minutes queue there, where
+    # timed a copy on another pod takes half of them within a check or two. 30 of the 35 minutes' requests are the hot
+    # model's; delayed were 3% untimed as timed.
+    timed, untimed = fixed(tmp_path)["delayed_ratio"], fixed(tmp_path, "--queue-untimed")["delayed_ratio"]
+    assert timed < 0.1
+    assert untimed > 0.8, untimed
+    # Over 2000 rpm the rate check copies it untimed too (40 req/s: 2400 // 2000 = 1 more), and its delays fall back
+    over = fixed(tmp_path, "--queue-untimed", hot_rps=40)
+    assert over["copy_loads"] >= 1
+    assert over["delayed_ratio"] < 0.1, over
+
+
+def _three_copies(shape: ClusterShape) -> Cluster:
+    """Model 0 on pods 0-2, used 100 s before 14,400 s, every cache full of single copies used at 0 (test_janitor)."""
+    cluster = Cluster(shape, 4, tick_s=5.0)
+    for index, pod in enumerate(cluster.pods):
+        cluster.copies.load(pod, 10 + index, 0.0, 0.0)
+        cluster.copies.load(pod, 0 if index < 3 else 20, 0.0, 14_300.0 if index < 3 else 0.0)
+        pod.young.clear()  # measured long since (rate_check.young_copies)
+    return cluster
+
+
+def test_untimed_the_janitor_keeps_a_third_copy_only_over_two_thirds_of_2000_rpm() -> None:
+    # Each copy of model 0 takes 5 req/s on a 10 req/s pod. Latency-based, its threshold is 0.9 x 10 = 9 req/s, and
+    # at over 2/3 of it, 6, it would stay; at 5 it goes. Untimed the mark is 2/3 of 2000 rpm, 22.2 req/s: at 8 req/s
+    # (over 2/3 of 9: kept timed) it goes as well.
+    for rate, timed_left, untimed_left in ((5.0, 2, 2), (8.0, 3, 2)):
+        left = {}
+        for timed in (True, False):
+            cluster = _three_copies(replace(JANITOR_SHAPE, queue_timed=timed))
+            cluster.route(14_395.0, [0], [3 * rate], 60.0)
+            assert [pod.shares.get(0, 0.0) for pod in cluster.pods[:3]] == [rate] * 3
+            cluster.settle(14_400.0)
+            left[timed] = len(cluster.holders[0])
+        assert (left[True], left[False]) == (timed_left, untimed_left), (rate, left)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.floats(0.01, 33.0), min_size=1, max_size=12), st.integers(2, 4), st.floats(1.0, 3.0))
+def test_untimed_no_model_under_2000_rpm_is_copied_for_its_rate_however_busy_its_pod(
+        rates: list[float], replicas: int, crowd: float) -> None:
+    # The promise untimed: a model whose whole rate is under 2000 rpm (33.3 req/s) is never copied by the rate check,
+    # nor stamped heavy (which keeps a third copy 5 hours) under 1500 rpm, however far over what it serves its pod
+    # is (`crowd`: the models' rates scaled so that together they ask `crowd` x what the pods serve).
+    shape = ClusterShape(pod_rps=20.0, cache_models=100, load_time_s=10.0, queue_timed=False)
+    scale = min(crowd * replicas * shape.pod_rps / sum(rates), 33.0 / max(rates))
+    rates = [rate * scale for rate in rates]
+    models = list(range(len(rates)))
+    cluster = Cluster(shape, replicas, tick_s=5.0)
+    cluster.warm(0.0, models, [rate / 10.0 for rate in rates])
+    assert all(len(cluster.holders[m]) == 1 for m in models)
+    for start in range(0, 120, 10):
+        run(cluster, models, rates, start + 10.0, start=float(start))
+    assert [m for m in models if len(cluster.holders[m]) + cluster.copies.loading(m) > 1] == []
+    heavy = {m for pod in cluster.pods for m in pod.heavy}
+    assert [m for m in models if rates[m] < 25.0 * (1.0 - 1e-9) and m in heavy] == []
