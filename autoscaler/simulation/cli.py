@@ -143,7 +143,8 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                        help="ModelMesh times no request queue, as on modelmesh-serving's built-in runtimes unless "
                             "the ServingRuntime is annotated perModelConcurrencyLimit: the exporter reports a queue "
                             "delay of 0, so the queue term never decides (requests still queue and count as "
-                            "delayed); default: the queue timed")
+                            "delayed), and ModelMesh, not latency-based, copies a model only when one copy takes "
+                            "2000 rpm; default: the queue timed")
     shape.add_argument("--min-replicas", metavar="N", type=count, default=2, help="HPA minReplicas (default 2)")
     shape.add_argument("--max-replicas", metavar="N", type=count, default=None,
                        help="HPA maxReplicas (default: twice what the trace's peak needs: pods to serve its "
