@@ -30,6 +30,7 @@ from autoscaler.simulation.memory_room import ADVICE, LIMITS, SYNTHETIC_ADVICE
 from autoscaler.simulation.outputs import discard, write_together
 from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.rate_check import RATE_CHECK_S
+from autoscaler.simulation.rerun import Rerun, given_flags
 from autoscaler.simulation.run_size import RunSize, fixed_why, short_of_cache, short_of_requests, sizing
 from autoscaler.simulation.shapes import SHAPES
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
@@ -357,7 +358,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     _check_out(args.out)  # after every check of what was given: a refused run leaves no directory behind
     results = _simulate_all(args, policy, behavior, shape, best, (fixed, maximum, start), bucket_s, arrivals,
                             trace.duration_s)
-    report = build_report(_run_info(args, trace, source, shape, best, fixed, maximum, warnings), results)
+    rerun = Rerun(given_flags(args, _parser()), str(args.out), None if args.config is None else str(args.config),
+                  None if args.hpa_behavior is None else str(args.hpa_behavior), args.min_replicas, maximum, policy,
+                  behavior)
+    report = build_report(_run_info(args, trace, source, shape, best, fixed, maximum, warnings, rerun), results)
     rates = trace.rate_per_interval()
     _write(args.out, report, None if args.no_plot else lambda path: plot_timeline(
         path, trace.interval_s, rates.tolist(), results, timeline_title(report)))
@@ -448,8 +452,16 @@ def _simulate_all(args: argparse.Namespace, policy: RuntimePolicy, behavior: Beh
     return results
 
 
+def _parser() -> argparse.ArgumentParser:
+    """A parser of `simulate`'s flags alone, for their defaults: a flag at its default is left out of the advice's
+    commands (`rerun.given_flags`)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_simulate_arguments(parser)
+    return parser
+
+
 def _run_info(args: argparse.Namespace, trace: Trace, source: str, shape: ClusterShape, best: Oracle, fixed: int,
-              maximum: int, warnings: list[str]) -> RunInfo:
+              maximum: int, warnings: list[str], rerun: Rerun) -> RunInfo:
     """What the report says of the run besides the policies' results: the trace, the cluster, the oracle and
     the warnings."""
     from autoscaler.simulation.report import RunInfo
@@ -467,6 +479,7 @@ def _run_info(args: argparse.Namespace, trace: Trace, source: str, shape: Cluste
         oracle=best,
         warnings=warnings,
         trace_start_s=trace.start_s,
+        rerun=rerun,
     )
 
 
@@ -551,12 +564,15 @@ def _out_of_memory_advice(args: argparse.Namespace) -> str:
 
 def _print_summary(args: argparse.Namespace, report: dict[str, Any]) -> None:
     """The table and notes on stdout, flushed here so that a reader that has gone shows as BrokenPipeError."""
+    from autoscaler.simulation.advice import advice_text
     from autoscaler.simulation.report import BASELINE, bound_text, cache_text, goal_text, table
     from autoscaler.simulation.stuck_baseline import stuck_text
 
     print(table(report))
     if goal := goal_text(report):
         print("\n" + goal)
+    if changes := advice_text(report):
+        print("\n" + changes)
     if stuck := stuck_text(report, BASELINE):
         print("\n" + stuck)
     if cache := cache_text(report):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from autoscaler.simulation.advice import advice, advice_text
 from autoscaler.simulation.engine import Oracle, PolicyResult
 from autoscaler.simulation.figures import figure, hours_column, hours_text, ratio_figure, ratio_text
 from autoscaler.simulation.goal import (
@@ -27,6 +28,7 @@ from autoscaler.simulation.goal import (
 )
 from autoscaler.simulation.goal_ceiling import FIELD, goal_ceiling_note, goal_ceiling_text
 from autoscaler.simulation.policies import MEAN_TARGET_PERCENT
+from autoscaler.simulation.rerun import Rerun
 from autoscaler.simulation.run_size import BUSY
 from autoscaler.simulation.stuck_baseline import stuck_note, stuck_text
 
@@ -154,6 +156,8 @@ class RunInfo:
     HPA's bounds not simulated): said on stderr and kept with the report, which outlives the terminal."""
     trace_start_s: float = 0.0
     """The trace's first timestamp: notes name moments of the replay in the trace's own times."""
+    rerun: Rerun | None = None
+    """This run's command and policy, which the advice's commands change one setting of (None: no advice)."""
 
 
 def build_report(info: RunInfo, results: Sequence[PolicyResult]) -> dict[str, Any]:
@@ -177,6 +181,7 @@ def build_report(info: RunInfo, results: Sequence[PolicyResult]) -> dict[str, An
         report["bound"] = bound_entry(bound, baseline, int(info.cluster["max_replicas"]))
     if (ceiling := goal_ceiling_note(report, BASELINE)) is not None:  # only where it is so, as stuck_below_target
         report[FIELD] = ceiling
+    report["advice"] = advice(report, info.rerun)  # always, as `warnings`: [] where skew-aware met the goal
     report["warnings"] = list(info.warnings)  # always: `jq .warnings` on a run without any read null
     return report
 
@@ -281,6 +286,8 @@ def markdown(report: Mapping[str, Any]) -> str:
     ]
     if goal := goal_text(report):
         lines += [goal, ""]
+    if changes := advice_text(report):
+        lines += [changes, ""]
     if stuck := stuck_text(report, BASELINE):
         lines += [stuck, ""]
     if cache := cache_text(report):

@@ -1,0 +1,109 @@
+"""The command a report's advice gives to compare one setting changed: this run's, as the user can paste it.
+
+A report that says "raise target_lru_age_s" leaves the user to write a policy file and work out the run's flags
+again; one slip (maxReplicas, which `simulate` sizes from `target_lru_age_s` itself, or the trace's flags) and
+the two reports compare two different clusters. So the advice carries the whole command: the flags this run was
+given, `--min-replicas` and `--max-replicas` at this run's values (the bounds held where the setting would move
+them), `--policies mean-hpa,skew-aware` (the goal's verdict without the bound's run), and where the setting is a
+policy key, a `printf` that writes the policy file: this run's `defaults:` with that key changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from dataclasses import dataclass, fields
+from typing import Final
+
+from autoscaler.cli import PROG
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.simulation.hpa import Behavior
+
+COMPARED: Final = "mean-hpa,skew-aware"
+"""The policies a comparison runs: skew-aware, and mean-hpa, which its goal is judged against."""
+
+SET_HERE: Final = frozenset({"out", "config", "policies", "min_replicas", "max_replicas", "hpa_behavior"})
+"""The flags a comparison sets itself (`Rerun.command`); every other flag is passed on as this run had it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rerun:
+    """This run's command, to be run again with one setting changed."""
+
+    given: tuple[str, ...]
+    """The flags this run was given other than those of `SET_HERE`, as words of a command line."""
+    out: str
+    config: str | None
+    hpa_behavior: str | None
+    min_replicas: int
+    max_replicas: int
+    """This run's maxReplicas (given, or sized from the trace): held, so that both runs have the same bounds."""
+    policy: RuntimePolicy
+    """The policy skew-aware ran: `--config`'s `defaults:`, else the built-in one."""
+    behavior: Behavior | None
+    """The HPA behavior skew-aware ran (`--hpa-behavior`'s, else the shipped one)."""
+
+    def command(self, key: str, value: float) -> str:
+        """The command that runs this trace again with the policy key `key` at `value` (or `--min-replicas`,
+        or `hpa_behavior` for the shipped HPA behavior): a shell line, `printf` writing the policy file first."""
+        name = f"{key.strip('-')}-{_shown(value)}"
+        out = f"{self.out}-{name}"
+        config, min_replicas, behavior = self.config, self.min_replicas, self.hpa_behavior
+        first = ""
+        if key == "--min-replicas":
+            min_replicas = int(value)
+        elif key == "hpa_behavior":
+            behavior, out = None, f"{self.out}-shipped-hpa-behavior"
+        else:
+            config = f"{name}.yaml"
+            first = f"printf {shlex.quote(policy_yaml(self.policy, key, value))} > {shlex.quote(config)} && "
+        words = [PROG, "simulate", *self.given, "--out", out, "--policies", COMPARED,
+                 "--min-replicas", str(min_replicas), "--max-replicas", str(self.max_replicas)]
+        if config is not None:
+            words += ["--config", config]
+        if behavior is not None:
+            words += ["--hpa-behavior", behavior]
+        return first + shlex.join(words)
+
+
+def policy_yaml(policy: RuntimePolicy, key: str, value: float) -> str:
+    """`printf`'s format for a policy file of `policy`'s `defaults:` with `key` at `value`: the keys that differ
+    from the built-in policy, in RuntimePolicy's order (a user's other settings kept, the built-in ones left to
+    the code, whatever they are by then)."""
+    built_in = RuntimePolicy()
+    lines = ["defaults:"]
+    for field in fields(RuntimePolicy):
+        current = value if field.name == key else getattr(policy, field.name)
+        if current is not None and (field.name == key or current != getattr(built_in, field.name)):
+            lines.append(f"  {field.name}: {_shown(current)}")
+    return "\\n".join(lines) + "\\n"
+
+
+def _shown(value: object) -> str:
+    """A value as a policy file and a command line take it back: short where that is exact (3600, not 3600.0),
+    else every digit (0.123456789 read back as 0.123457 would be another run)."""
+    if not isinstance(value, float):
+        return str(value)
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
+
+
+def given_flags(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[str, ...]:
+    """The flags of `args` that differ from `parser`'s defaults, other than those of `SET_HERE`, as words of a
+    command line: a switch by its own form, a list joined by commas."""
+    words: list[str] = []
+    for action in parser._actions:  # argparse keeps its options there, and only there
+        if not action.option_strings or action.dest in SET_HERE or action.dest == "help":
+            continue
+        value = getattr(args, action.dest, None)
+        if value is None or value == action.default:
+            continue
+        if isinstance(value, bool):
+            words.append(action.option_strings[0 if value else 1])
+        elif isinstance(value, tuple):
+            words += [action.option_strings[0], ",".join(map(str, value))]
+        elif action.nargs == 0:  # store_true and kin
+            words.append(action.option_strings[0])
+        else:
+            words += [action.option_strings[0], _shown(value)]
+    return tuple(words)

@@ -1,0 +1,92 @@
+"""The advice's compare command is this run's command with one setting changed, whatever the run was given: the
+policy file its `printf` writes loads as this run's policy with only that key changed (a user's other keys kept,
+every digit of a value kept), and its flags parse back to this run's but for those the advice sets."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from autoscaler.policies.config_file import load_policy_book
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.simulation.advice import LEVERS, MIN_REPLICAS
+from autoscaler.simulation.cli import add_simulate_arguments
+from autoscaler.simulation.rerun import COMPARED, SET_HERE, Rerun, given_flags
+from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
+
+CONFIG_KEYS = sorted({lever.setting for lever in LEVERS} & {f.name for f in fields(RuntimePolicy)})
+
+ratios = st.floats(min_value=0.01, max_value=1.0, allow_nan=False)
+durations = st.floats(min_value=0.001, max_value=86_400.0, allow_nan=False)
+policies = st.builds(RuntimePolicy, target_gpu_busy=ratios, cache_full_ratio=ratios, queue_drain_s=durations,
+                     target_lru_age_s=durations, scale_down_tau_s=st.floats(min_value=0.0, max_value=86_400.0),
+                     skew_order=st.sampled_from([1.0, 2.0, 3.5]))
+paths = st.text(st.characters(codec="utf-8", exclude_characters="\x00\r\n"), min_size=1, max_size=20).filter(
+    lambda text: not text.startswith("-") and text.strip() == text)
+
+
+def parser() -> argparse.ArgumentParser:
+    made = argparse.ArgumentParser(add_help=False)
+    add_simulate_arguments(made)
+    return made
+
+
+@st.composite
+def argv(draw: st.DrawFn) -> list[str]:
+    """A `simulate` command line: a trace file or a synthetic trace, and some cluster flags."""
+    shape = draw(st.sampled_from(["steady", "churn"]))
+    words = (["--trace", draw(paths)] if draw(st.booleans()) else
+             ["--synthetic", "--models", str(draw(st.integers(1, 900))), "--shape", shape])
+    words += ["--out", draw(paths)]
+    for flag, values in (("--pod-rps", st.floats(0.01, 1e4)), ("--cache-models", st.integers(1, 500)),
+                         ("--load-time", st.floats(0.5, 600.0)), ("--tick", st.sampled_from([1.0, 2.5, 5.0]))):
+        if draw(st.booleans()):
+            words += [flag, repr(draw(values))]
+    if draw(st.booleans()):
+        words.append(draw(st.sampled_from(["--queue-untimed", "--no-plot", "--quiet", "--plot"])))
+    return words
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=argv(), policy=policies, key=st.sampled_from(CONFIG_KEYS), factor=st.floats(0.1, 10.0))
+def test_the_compare_command_is_this_run_with_only_the_advised_setting_changed(
+        tmp_path: Path, words: list[str], policy: RuntimePolicy, key: str, factor: float) -> None:
+    args = parser().parse_args(words)
+    value = min(1.0, getattr(policy, key) * factor) if key in ("target_gpu_busy", "cache_full_ratio") else (
+        getattr(policy, key) * factor)
+    rerun = Rerun(given_flags(args, parser()), "out dir", "their policy.yaml", None, 2, 9, policy, SHIPPED_BEHAVIOR)
+    command = rerun.command(key, value)
+    write, run = command.split(" && ")
+    subprocess.run(["bash", "-c", write], cwd=tmp_path, check=True)
+    again = parser().parse_args(shlex.split(run)[2:])
+    assert load_policy_book(tmp_path / again.config, announce=False).defaults == replace(policy, **{key: value})
+    assert_same_run(args, again)
+    assert (again.policies, again.min_replicas, again.max_replicas) == (tuple(COMPARED.split(",")), 2, 9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(words=argv(), policy=policies)
+def test_the_min_replicas_command_keeps_the_users_policy_file_and_the_hpa_command_drops_its_behavior(
+        words: list[str], policy: RuntimePolicy) -> None:
+    args = parser().parse_args(words)
+    rerun = Rerun(given_flags(args, parser()), "out", "their policy.yaml", "their hpa.yaml", 2, 9, policy, None)
+    more = parser().parse_args(shlex.split(rerun.command(MIN_REPLICAS, 4))[2:])
+    assert (more.config, more.hpa_behavior, more.min_replicas) == (Path("their policy.yaml"), Path("their hpa.yaml"), 4)
+    assert_same_run(args, more)
+    shipped = parser().parse_args(shlex.split(rerun.command("hpa_behavior", 0))[2:])
+    assert (shipped.config, shipped.hpa_behavior) == (Path("their policy.yaml"), None)
+    assert_same_run(args, shipped)
+
+
+def assert_same_run(args: argparse.Namespace, again: argparse.Namespace) -> None:
+    """Every flag but those the advice sets as this run had it."""
+    def kept(namespace: argparse.Namespace) -> dict[str, Any]:
+        return {dest: value for dest, value in vars(namespace).items() if dest not in SET_HERE}
+    assert kept(again) == kept(args)
