@@ -1,7 +1,8 @@
 """The reports of a few seeded `simulate` runs, hashed: a change meant to make the simulator faster, not
 different, must print the same hashes before and after. Each run is the command a user types; the hash is of
-report.json less its wall-clock fields (`wall_seconds`), the only values that differ between two runs. Plain
-script:
+report.json less its wall-clock fields (`wall_seconds`), the only values that differ between two runs. Each run
+writes to a folder named by its case, given relative to the run's own working folder: the report's advice holds
+commands naming `--out`, which a temporary folder's random path would make differ too. Plain script:
 
     python bench/simulate_report_hashes.py [--quick]
 """
@@ -36,10 +37,10 @@ def without_wall_clock(value: object) -> object:
     return value
 
 
-def report_hash(flags: str, out: Path) -> str:
+def report_hash(flags: str, folder: Path, name: str) -> str:
     subprocess.run([sys.executable, "-m", "autoscaler.cli", "simulate", "--synthetic", *flags.split(), "--out",
-                    str(out), "--no-plot", "--quiet"], check=True, stdout=subprocess.DEVNULL)
-    report = without_wall_clock(json.loads((out / "report.json").read_text()))
+                    name, "--no-plot", "--quiet"], check=True, stdout=subprocess.DEVNULL, cwd=folder)
+    report = without_wall_clock(json.loads((folder / name / "report.json").read_text()))
     return hashlib.sha256(json.dumps(report, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -50,7 +51,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         for name, flags in CASES.items():
             if not args.quick or name in QUICK:
-                print(f"{name:<13} {report_hash(flags, Path(directory) / name)}", flush=True)
+                print(f"{name:<13} {report_hash(flags, Path(directory), name)}", flush=True)
 
 
 if __name__ == "__main__":
