@@ -81,10 +81,13 @@ LEVERS: Final = (
 """Each backed by a test of `simulate` that moves its part (and its cost) the way named."""
 
 
-def _now(lever: Lever, rerun: Rerun, cluster: Mapping[str, Any]) -> float | None:
+def _now(lever: Lever, rerun: Rerun, report: Mapping[str, Any]) -> float | None:
     """The setting's value in this run; None where the lever does not apply to it."""
+    cluster = report["cluster"]
     if lever.setting == MIN_REPLICAS:  # the policy file's min_replicas, where higher, is the floor skew-aware ran
-        return float(max(rerun.min_replicas, rerun.policy.min_replicas or 0))
+        floor = max(rerun.min_replicas, rerun.policy.min_replicas or 0)
+        # a floor skew-aware never came down to holds no pod: raising it changes nothing (a busy 6 h at 4 pods)
+        return float(floor) if report["policies"][POLICY].get("least_replicas", floor) <= floor else None
     if lever.setting == HPA_WINDOW:
         if rerun.hpa_behavior is None:  # the shipped behavior already
             return None
@@ -96,8 +99,8 @@ def _now(lever: Lever, rerun: Rerun, cluster: Mapping[str, Any]) -> float | None
     return None if value is None else float(value)
 
 
-def _setting(lever: Lever, rerun: Rerun, cluster: Mapping[str, Any]) -> dict[str, Any] | None:
-    now = _now(lever, rerun, cluster)
+def _setting(lever: Lever, rerun: Rerun, report: Mapping[str, Any]) -> dict[str, Any] | None:
+    now = _now(lever, rerun, report)
     if now is None:
         return None
     tried = lever.step(now)
@@ -130,7 +133,7 @@ def advice(report: Mapping[str, Any], rerun: Rerun | None) -> list[dict[str, Any
             continue
         instead = _out_of_reach(report, part)
         settings = [] if instead else [s for lever in LEVERS if lever.part == part
-                                       if (s := _setting(lever, rerun, report["cluster"])) is not None]
+                                       if (s := _setting(lever, rerun, report)) is not None]
         entries.append({"part": part, "settings": settings, "instead": instead})
     return entries
 
@@ -157,8 +160,8 @@ def advice_text(report: Mapping[str, Any]) -> str | None:
     entries = report.get("advice")
     if not entries:
         return None
-    lines = [f"What to change ({POLICY}; policy keys go under --config's defaults:, each moves its part the way "
-             f"named at the cost named):"]
+    lines = [f"What to change ({POLICY}; keys go under --config's defaults:; each moved its part the way named, at "
+             f"the cost named, in the simulator's tests: compare to see what it does on this trace):"]
     for entry in entries:
         label = LABELS[entry["part"]]
         if entry["instead"]:

@@ -85,6 +85,7 @@ def policy_entry(result: PolicyResult, baseline: PolicyResult | None, unavoidabl
         "janitor_removals": result.janitor_removals,
         "scale_events": result.scale_events,
         "peak_replicas": result.peak_replicas,
+        "least_replicas": min(result.timeline.replicas, default=result.peak_replicas),
         "requests": shown.requests,
         "terms": dict(sorted(result.terms.items())),
         "load_waits_s": {"cold_loads": wait_summary(result.load_waits.cold),

@@ -139,6 +139,16 @@ def follow_once(first: Run, command: str) -> dict[str, Any]:
     return _followed[command]
 
 
+def test_a_min_replicas_skew_aware_never_came_down_to_is_not_advised(runs: Callable[[str], Run]) -> None:
+    """On BUSY skew-aware delays too much but never runs fewer than 4 pods: --min-replicas 4 changed nothing
+    there, and is left out; on DAY it sat at 2 pods at night, and raising it is advised (the test above)."""
+    first = runs("busy")
+    assert first.report["policies"]["skew-aware"]["least_replicas"] > first.report["cluster"]["min_replicas"]
+    [entry] = [e for e in first.report["advice"] if e["part"] == "delayed"]
+    assert entry["settings"] and all(s["setting"] != "--min-replicas" for s in entry["settings"])
+    assert "raise --min-replicas" not in first.stdout.split("What to change", 1)[1].split("\n\n", 1)[0]
+
+
 def test_lowering_cache_full_ratio_as_advised_takes_cold_loads_down_at_more_pod_hours(tmp_path: Path) -> None:
     """cache_full_ratio is advised for cold loads; on MANY under the built-in policy, halving it as the advice
     does asks for pods before the caches evict: fewer cold loads, more pod-hours. (Not a trace where skew-aware
