@@ -160,8 +160,8 @@ def advice_text(report: Mapping[str, Any]) -> str | None:
     entries = report.get("advice")
     if not entries:
         return None
-    lines = [f"What to change ({POLICY}; keys go under --config's defaults:; each moved its part the way named, at "
-             f"the cost named, in the simulator's tests: compare to see what it does on this trace):"]
+    lines = [f"What to change ({POLICY}; keys go under `defaults:` in the --config file. Each moved its part the way "
+             f"named, at the cost named, in the simulator's tests: compare to see what it does on this trace):"]
     for entry in entries:
         label = LABELS[entry["part"]]
         if entry["instead"]:
