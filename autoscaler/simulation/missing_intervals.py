@@ -10,8 +10,9 @@ A stretch is not named where it is the trace's own shape rather than loss: short
 cannot scale down through it; bursty 1 s traffic has seconds of nothing), between single rows (a report job's rows
 every 15 minutes through an evening), or one of a rhythm, judged among all the silences in traffic busy on average,
 not only those each of whose neighbours is: silences as long on a schedule (its period found among all the silences
-as long, busy around or not), starting or ending a period from another (a batch every 10 minutes, a batch each hour
-that ends when it is done), or silences that are a fifth of the trace's time (a model on and off by the half
+as long, busy around or not; five or more one a period after another, not a spacing that recurs by chance),
+starting or ending a period from another (a batch every 10 minutes, a batch each hour that ends when it is done),
+or silences that are a fifth of the trace's time (a model on and off by the half
 minute). Minutes lost off the schedule (inside a batch's runs) are named. How many silences there are says nothing:
 six lost minutes went unsaid where five were named, and twelve collector restarts where six were.
 """
@@ -161,6 +162,29 @@ def _on_schedule(at: np.ndarray, peers: np.ndarray, kin: np.ndarray) -> np.ndarr
         partnered |= np.searchsorted(at, at[kin] + shift + within, side="right") > lowest
     ours = partnered[np.isin(kin, peers)]
     # a schedule is kept by RHYTHM_COUNT silences or more: four of five minutes lost at random were 71 minutes
-    # from another by chance, and the five were taken for a rhythm and only one named
-    kept = partnered.sum() >= RHYTHM_COUNT and ours.mean() >= SPACED_SHARE
+    # from another by chance, and the five were taken for a rhythm and only one named; and by that many one a
+    # period after another: eight of eleven lost minutes ended within 3 of 67 minutes from another, none more
+    # than three in a row, and were taken for a batch's rhythm ("3 such stretches, 7 min" for 11 and 15)
+    kept = (partnered.sum() >= RHYTHM_COUNT and ours.mean() >= SPACED_SHARE
+            and _in_a_row(at, kin, period, within) >= RHYTHM_COUNT)
     return ours if kept else np.zeros(len(peers), dtype=bool)
+
+
+def _in_a_row(at: np.ndarray, kin: np.ndarray, period: int, within: int) -> int:
+    """The most of the slots `at` (in order, all the trace's silences) one `period` after another, give or take
+    `within`, from one of the `kin`, up to `RHYTHM_COUNT`: a schedule's silences follow one another at its period
+    (the next is looked for among all: an hourly batch's longest silences are not each hour's, and a lost minute
+    between two does not break the row), where silences that fall where they fall are a period from one or
+    another by chance, seldom one after another five times."""
+    target = at + period
+    above = np.minimum(np.searchsorted(at, target), len(at) - 1)
+    below = np.maximum(above - 1, 0)
+    nearest = np.where(np.abs(at[below] - target) < np.abs(at[above] - target), below, above)
+    after = np.where(np.abs(at[nearest] - target) <= within, nearest, -1)  # the next in the row, or none
+    reach, count = kin, 1
+    while count < RHYTHM_COUNT:
+        reach = np.where(reach >= 0, after[np.maximum(reach, 0)], -1)
+        if not (reach >= 0).any():
+            break
+        count += 1
+    return count
