@@ -22,7 +22,9 @@ the pods that already carry the cost it would write (`cluster.deletion_cost`, th
 watch last saw it): after a failover or a rolling upgrade at 50,000 pods those were a 40-minute backlog of
 patches at the qps limit that changed nothing, each a pod update sent to every pod watcher of the cluster. For
 the same reason the 5-minute rewrite of an unchanged cost is sent only where the watch shows the pod carrying
-something else.
+something else. A cost another writer set after this replica's write (the watch shows a value it did not write)
+counts as not written, for the ranking hold and for the plan (`_foreign`): trusting its own write until that
+check let a scale-down go with the busiest pod carrying the lowest cost by hand.
 What was written is remembered with the pod's uid (`cluster.pod_uid`): a pod deleted and created again under its
 name (a controller that reuses names) is a new object without the annotation, and is written at the next pass as
 a new pod is, not at the 5-minute rewrite.
@@ -42,9 +44,10 @@ import logging
 import math
 import random
 import time
+from collections import ChainMap
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, replace
+from typing import Final, Protocol
 
 from autoscaler.actuation.cluster_pods import ClusterPods
 from autoscaler.actuation.deletion_cost_plan import (
@@ -66,6 +69,10 @@ from autoscaler.ranking_hold import CostsPending, HoldReason
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
+
+WATCH_LAG_S: Final = 10.0
+"""How long after a write the pod watch may still show what the pod carried before it (within one refresh at the
+default interval; a watch event comes within a second): later, that value is another writer's again."""
 
 FailureCause = tuple[int | str, str | None]
 """(HTTP status or "no answer", namespace for refusals else None): what one grouped log line is about."""
@@ -150,6 +157,7 @@ class DeletionCostWriter:
         self._failing: dict[FailureCause, set[PodId]] = {}  # causes warned about, with the pods still failing
         self._pass_failures: dict[FailureCause, list[tuple[PodId, str, float, KubeApiError]]] = {}
         self._in_flight: set[asyncio.Task[None]] = set()
+        self._overwritten: set[PodId] = set()  # pods carrying another writer's cost at the last pass, said once
 
     def offer(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
         """Put the newest views in the mailbox (replacing any not yet planned) and wake the writer. The refresh
@@ -258,11 +266,28 @@ class DeletionCostWriter:
 
     def _carried(self, pod: PodId, leading: bool) -> int:
         """The cost on the pod as the ReplicaSet reads it: what this replica wrote while leading (the pod watch
-        may not show it yet), else what the pod watch shows."""
+        may not show it yet), else what the pod watch shows; and what it shows where another writer set the
+        pod's cost after this replica's write (`_foreign`): trusted until the pod's 5-minute check, this
+        replica's own write let a scale-down go with the busiest pod carrying the lowest cost."""
         record = self.records.get(pod) if leading else None
         if record is not None and record.cost is not None:
-            return record.cost
+            foreign = self._foreign(pod, record)
+            return record.cost if foreign is None else foreign
         return carried_cost(self._cluster.deletion_cost(*pod) if self._cluster is not None else None)
+
+    def _foreign(self, pod: PodId, record: PodRecord) -> int | None:
+        """The cost another writer put on the pod after this replica wrote `record.cost` (a `kubectl annotate`,
+        another tool), as the pod watch shows it; None where it shows this replica's write, nothing (a pod just
+        created, not watched yet, or no pod watch), or within `WATCH_LAG_S` of the write what the pod carried
+        before it (the watch a moment behind; after that, the same value is another writer's again: one that
+        puts its value back after each write is not taken for the watch's lag for long)."""
+        shown = self._cluster.deletion_cost(*pod) if self._cluster is not None else None
+        if shown is None or record.cost is None:
+            return None
+        cost = carried_cost(shown)
+        if cost == record.cost or (cost == record.previous and self._clock() - record.written_at < WATCH_LAG_S):
+            return None
+        return cost
 
     def _cause(self, record: PodRecord | None) -> tuple[HoldReason, str]:
         """Why this replica has not written a pod's cost yet: in one word for the hold counter, and as the log and
@@ -349,9 +374,23 @@ class DeletionCostWriter:
             log.info("deletion costs: %d pods were deleted and created again under their names (a new uid, "
                      "without the annotation written on the old one); writing them as new pods: %s",
                      len(recreated), few([f"{ns}/{name}" for ns, name in recreated]))
-        return gone, plan_patches(views, self.records, self._urgent(views) | held, now,
+        return gone, plan_patches(views, self._as_on_pods(), self._urgent(views) | held, now,
                                       min_interval_s=self.settings.min_interval_s,
                                       max_interval_s=self.settings.max_interval_s)
+
+    def _as_on_pods(self) -> Mapping[PodId, PodRecord]:
+        """The records to plan by, with the cost another writer set on a pod in place of this replica's
+        (`_foreign`): such a pod is written again as a changed cost is (at once where a scale-down waits on it,
+        else at the pod's minute), not only at its 5-minute check. Said once a pod, at INFO."""
+        overwritten = {pod: replace(record, cost=cost) for pod, record in self.records.items()
+                       if (cost := self._foreign(pod, record)) is not None}
+        news = [pod for pod in overwritten if pod not in self._overwritten]
+        self._overwritten = set(overwritten)
+        if news:
+            log.info("deletion costs: %d pods carry a cost another writer set after this replica's (kubectl "
+                     "annotate, another tool), which the ReplicaSet removes by; writing them again: %s",
+                     len(news), few([f"{ns}/{name} ({overwritten[(ns, name)].cost})" for ns, name in news]))
+        return ChainMap(overwritten, self.records) if overwritten else self.records
 
     def _recreated(self) -> list[PodId]:
         """The pods written whose name the pod watch now shows on another object (another uid)."""
@@ -463,6 +502,7 @@ class DeletionCostWriter:
         pod = (patch.namespace, patch.pod)
         record = self.records.setdefault(pod, PodRecord())
         uid = self._uid(pod)  # read before sending: a pod created again meanwhile is written again next pass
+        before = self._carried(pod, leading=True)  # what the watch may show for a moment after the write
         try:
             await self._client.patch_pod_annotations(
                 patch.namespace, patch.pod, {DELETION_COST_ANNOTATION: str(patch.cost)}
@@ -470,7 +510,7 @@ class DeletionCostWriter:
         except KubeApiError as error:
             self._failed(pod, record, error)
             return
-        record.cost, record.written_at, record.uid = patch.cost, self._clock(), uid
+        record.previous, record.cost, record.written_at, record.uid = before, patch.cost, self._clock(), uid
         record.failures, record.retry_at, record.refused = 0, -math.inf, None
         self._clear_failure(pod)
         self._metrics.deletion_cost_patches.labels("ok").inc()

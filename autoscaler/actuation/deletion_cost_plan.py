@@ -70,6 +70,10 @@ class PodRecord:
     refused: int | str | None = None
     """The HTTP status (or "no answer") of the last failed write, until one succeeds: what a held scale-down
     waits on (`DeletionCostWriter.misordered`)."""
+    previous: int | None = None
+    """The cost the pod carried before this replica's write of `cost`, as this replica knew it (its own earlier
+    write, or another writer's): the pod watch may still show it for a moment after the write, which is then no
+    other writer's doing (`DeletionCostWriter._foreign`)."""
 
 
 def plan_patches(
