@@ -22,8 +22,9 @@ scaled down"), and calls `removeModelCopies` on each, which leaves it unless:
   which `updateLastUnloadTime` sets only when more than two copies are left), none loaded in the last 30
   minutes (`loadedSince(mr, nowMillis - 1_800_000L, null)`), this copy not heavy (over three quarters of its
   rate threshold at a rate check: rate_check.py) within `minAgeMs`, its current rate at most two thirds of its
-  threshold (`if (rpm > (threshold * 2) / 3) return false`; untimed, of 2000 rpm: rate_check.py) and at most one
-  request queued for it.
+  threshold (`if (rpm > (threshold * 2) / 3) return false`; untimed, of 2000 rpm: rate_check.py) and, latency-based
+  only, at most one request queued for it (`mcce != null && mcce.queuedRequestCount() > 1`: untimed the model
+  server holds the queue and the janitor sees none).
 
 `minAgeMs` is meant to range from 10 minutes to 5 hours with the cache's age ("cutoff age ... based on global
 LRU - ranges from 10 mins to 5 hrs"), but ModelMesh computes it from the oldest last use's timestamp rather than
@@ -150,4 +151,6 @@ def _remove(pod: SimPod, model: int, used: float, ready: Sequence[SimPod], copie
              else DEFAULT_RPS)  # untimed, `scaleUpRpmThreshold` (`mcce == null`, l.6294-6295)
     if rate > KEEP_SHARE * limit:
         return False
-    return not (pod.rate > 0.0 and pod.backlog * rate / pod.rate > 1.0)  # more than one request queued for it
+    # More than one request queued for it: a latency-based copy's own queue (`mcce != null`, l.6303); untimed the
+    # model server queues them and the janitor counts none
+    return not (copies.timed and pod.rate > 0.0 and pod.backlog * rate / pod.rate > 1.0)

@@ -112,3 +112,17 @@ def test_untimed_no_model_under_2000_rpm_is_copied_for_its_rate_however_busy_its
     assert [m for m in models if len(cluster.holders[m]) + cluster.copies.loading(m) > 1] == []
     heavy = {m for pod in cluster.pods for m in pod.heavy}
     assert [m for m in models if rates[m] < 25.0 * (1.0 - 1e-9) and m in heavy] == []
+
+
+def test_untimed_the_janitor_unloads_a_third_copy_whatever_its_pod_has_queued() -> None:
+    # ModelMesh keeps a copy for "more than one queued request" only where it has a queue to count, a latency-based
+    # copy's (`mcce != null && mcce.queuedRequestCount() > 1`, l.6303); untimed the model server queues the requests
+    # and the janitor does not see them. At 5 req/s a copy, under 2/3 of 2000 rpm, a backlog of 50 on each pod kept
+    # the third copy untimed, where ModelMesh unloads it as it does with none queued.
+    for timed, backlog, left in ((False, 0.0, 2), (False, 50.0, 2), (True, 0.0, 2), (True, 50.0, 3)):
+        cluster = _three_copies(replace(JANITOR_SHAPE, queue_timed=timed))
+        cluster.route(14_395.0, [0], [15.0], 60.0)
+        for pod in cluster.pods[:3]:
+            pod.backlog = backlog
+        cluster.settle(14_400.0)
+        assert len(cluster.holders[0]) == left, (timed, backlog, len(cluster.holders[0]))
