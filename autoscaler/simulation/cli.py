@@ -29,7 +29,7 @@ from autoscaler.simulation.hpa_manifest import behavior_from_manifest, hpa_of_sc
 from autoscaler.simulation.memory_room import ADVICE, LIMITS, SYNTHETIC_ADVICE
 from autoscaler.simulation.outputs import discard, write_together
 from autoscaler.simulation.progress_bar import ProgressBar
-from autoscaler.simulation.rate_check import RATE_CHECK_S
+from autoscaler.simulation.rate_check import RATE_CHECK_S, SCALEUP_RPM_RANGE
 from autoscaler.simulation.rerun import Rerun, given_flags
 from autoscaler.simulation.run_size import RunSize, fixed_why, short_of_cache, short_of_requests, sizing
 from autoscaler.simulation.shapes import SHAPES
@@ -42,7 +42,7 @@ from autoscaler.simulation.synthetic_size import (
     MAX_SYNTHETIC_RPS,
 )
 from exporter.env_flags import Switch
-from exporter.flag_values import count, positive, seconds, seconds_or_off, whole_number
+from exporter.flag_values import count, positive, seconds, seconds_or_off, whole_number, whole_number_within
 
 if TYPE_CHECKING:
     from autoscaler.simulation.cluster import ClusterShape
@@ -64,6 +64,13 @@ def out_dir(value: str) -> Path:
     if not value.strip():
         raise argparse.ArgumentTypeError("empty: give a directory (--out . for the current one)")
     return Path(value)
+
+
+def scaleup_rpm(value: str) -> int:
+    """--scaleup-rpm: a whole number of requests per minute within `SCALEUP_RPM_RANGE`."""
+    lowest, highest = SCALEUP_RPM_RANGE
+    return whole_number_within(value, lowest, highest,
+                               f"{lowest} to {highest} (ModelMesh refuses a threshold under {lowest} rpm)")
 
 
 def _lower(value: str) -> str:
@@ -145,7 +152,14 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                             "the ServingRuntime is annotated perModelConcurrencyLimit: the exporter reports a queue "
                             "delay of 0, so the queue term never decides (requests still queue and count as "
                             "delayed), and ModelMesh, not latency-based, copies a model only when one copy takes "
-                            "2000 rpm; default: the queue timed")
+                            "2000 rpm (--scaleup-rpm); default: the queue timed")
+    shape.add_argument("--scaleup-rpm", metavar="RPM", type=scaleup_rpm, default=2000,
+                       help="with --queue-untimed, the requests per minute one copy takes before ModelMesh asks for "
+                            "another: the runtime's MM_SCALEUP_RPM_THRESHOLD, or the kv-store's "
+                            "scaleup_rpm_threshold, which overrides it at run time; it also marks copies heavy at 3/4 "
+                            "of it and keeps a third copy over 2/3. Ignored timed, where ModelMesh measures each "
+                            f"copy instead ({SCALEUP_RPM_RANGE[0]} to {SCALEUP_RPM_RANGE[1]}, default 2000 as "
+                            "ModelMesh's)")
     shape.add_argument("--min-replicas", metavar="N", type=count, default=2, help="HPA minReplicas (default 2)")
     shape.add_argument("--max-replicas", metavar="N", type=count, default=None,
                        help="HPA maxReplicas (default: twice what the trace's peak needs: pods to serve its "
@@ -346,7 +360,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, load_time_s=args.load_time,
                          load_concurrency=args.load_concurrency, startup_delay_s=args.startup_delay,
                          slo_queue_s=args.slo_queue_ms / 1000.0,
-                         min_churn_age_s=args.min_churn_age, queue_timed=not args.queue_untimed)
+                         min_churn_age_s=args.min_churn_age, queue_timed=not args.queue_untimed,
+                         scaleup_rpm=args.scaleup_rpm)
     bucket_s, arrivals = buckets(trace, args.tick)
     if trace.interval_s < args.tick:
         warn(f"the trace's {trace.interval_s:g} s intervals are added up into --tick {args.tick:g} s steps, whose "
@@ -475,7 +490,7 @@ def _run_info(args: argparse.Namespace, trace: Trace, source: str, shape: Cluste
                  "max_replicas": maximum, "fixed_replicas": fixed, "peak_pods": best.peak_pods,
                  "peak_models": best.peak_models, "tick_s": args.tick,
                  "slo_queue_ms": args.slo_queue_ms, "min_churn_age_s": shape.min_churn_age_s,
-                 "queue_timed": shape.queue_timed},
+                 "queue_timed": shape.queue_timed, "scaleup_rpm": shape.scaleup_rpm},
         oracle=best,
         warnings=warnings,
         trace_start_s=trace.start_s,

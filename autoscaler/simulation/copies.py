@@ -3,7 +3,8 @@
 A load puts a copy on a pod, evicting that pod's least recently used one when its cache is full. Every 10 s
 ModelMesh's rate check (rate_check.py) gives a model more copies, placed as any load is (placement.py), when one
 copy's own request rate over the last 10 s reached 90% of what its pod has left for it (untimed, `--queue-untimed`:
-2000 rpm): rate / threshold copies, at most max(2, a third of the pods), none while another copy's load is recent.
+`--scaleup-rpm`, 2000 rpm): rate / threshold copies, at most max(2, a third of the pods), none while another copy's
+load is recent.
 A copy the rate check (or the regular-use rule) asks for serves once its pod has loaded it, in its pod's loading
 queue (loading.py). The rate check also stamps each copy whose rate passed three quarters of its threshold
 (`heavy`), and every unload that leaves a model more than two copies is kept (`last_unload`): the janitor reads both
@@ -19,7 +20,6 @@ from autoscaler.simulation.loading import Load
 from autoscaler.simulation.placement import choose_pod
 from autoscaler.simulation.pods import ClusterShape, SimPod, flush_counts
 from autoscaler.simulation.rate_check import (
-    DEFAULT_RPS,
     HEAVY_SHARE,
     NEW_COPY_AHEAD_S,
     copies_to_load,
@@ -27,6 +27,7 @@ from autoscaler.simulation.rate_check import (
     excluded,
     fair_level,
     flat_quiet_count,
+    flat_threshold,
     heavy_mark,
     loaded_since,
     quiet_count,
@@ -48,11 +49,13 @@ class ModelCopies:
         # time went to finding a model's among all)
         self._loading_at: dict[int, set[str]] = {}
         self.load_start: dict[int, dict[str, float]] = {}  # model -> pod -> when its copy there began loading
-        # Untimed ModelMesh is not latency-based: every copy's threshold is the flat 2000 rpm (rate_check.py)
+        # Untimed ModelMesh is not latency-based: every copy's threshold is the flat `scaleUpRpmThreshold`, 2000 rpm
+        # unless set (rate_check.py)
         self.timed = shape.queue_timed
-        self.busy_mark = threshold(shape.pod_rps) if self.timed else DEFAULT_RPS
+        self.flat_rps = flat_threshold(shape.scaleup_rpm)
+        self.busy_mark = threshold(shape.pod_rps) if self.timed else self.flat_rps
         # Pods below this serve no copy over `HEAVY_SHARE` of its threshold (rate_check.heavy_mark): not counted
-        self.heavy_mark = heavy_mark(shape.pod_rps) if self.timed else HEAVY_SHARE * DEFAULT_RPS
+        self.heavy_mark = heavy_mark(shape.pod_rps) if self.timed else HEAVY_SHARE * self.flat_rps
         self.evicted: dict[int, float] = {}  # model -> last use of its last copy, evicted from a full cache
         # model -> when a copy of it was last unloaded leaving more than two (`ModelRecord.updateLastUnloadTime`:
         # "instanceIds.size() <= 2 ? 0L : System.currentTimeMillis()"); the janitor waits 80 s after it
@@ -193,7 +196,8 @@ class ModelCopies:
             if not factor:
                 continue
             total = sum(counts.values()) * factor / interval
-            least = (quiet_count(mu, total, interval) if self.timed else flat_quiet_count(interval)) / factor
+            quiet = quiet_count(mu, total, interval) if self.timed else flat_quiet_count(interval, self.flat_rps)
+            least = quiet / factor
             level = fair_level([value * factor / interval for value in counts.values()], mu) if total > mu else math.inf
             active = sum(1 for value in counts.values() if value > 0.0)  # copies in use: the threshold's floor
             for model, value in counts.items():
@@ -202,7 +206,7 @@ class ModelCopies:
                 count = value * factor
                 rate = count / interval
                 limit = (copy_threshold(mu, rate, total, pod.young.get(model, math.inf), level, active) if self.timed
-                         else DEFAULT_RPS)
+                         else self.flat_rps)
                 held = model in pod.cache  # a loaded copy here: `holders` has the pod
                 if held and rate > HEAVY_SHARE * limit:  # "if (rpm > heavyRpms) ce.setLastHeavyTime(now)" (l.5710)
                     pod.heavy[model] = now

@@ -22,9 +22,9 @@ scaled down"), and calls `removeModelCopies` on each, which leaves it unless:
   which `updateLastUnloadTime` sets only when more than two copies are left), none loaded in the last 30
   minutes (`loadedSince(mr, nowMillis - 1_800_000L, null)`), this copy not heavy (over three quarters of its
   rate threshold at a rate check: rate_check.py) within `minAgeMs`, its current rate at most two thirds of its
-  threshold (`if (rpm > (threshold * 2) / 3) return false`; untimed, of 2000 rpm: rate_check.py) and, latency-based
-  only, at most one request queued for it (`mcce != null && mcce.queuedRequestCount() > 1`: untimed the model
-  server holds the queue and the janitor sees none).
+  threshold (`if (rpm > (threshold * 2) / 3) return false`; untimed, of `scaleUpRpmThreshold`: rate_check.py)
+  and, latency-based only, at most one request queued for it (`mcce != null && mcce.queuedRequestCount() > 1`:
+  untimed the model server holds the queue and the janitor sees none).
 
 `minAgeMs` is meant to range from 10 minutes to 5 hours with the cache's age ("cutoff age ... based on global
 LRU - ranges from 10 mins to 5 hrs"), but ModelMesh computes it from the oldest last use's timestamp rather than
@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from autoscaler.simulation.copies import ModelCopies
 from autoscaler.simulation.placement import placement_key
 from autoscaler.simulation.pods import SimPod
-from autoscaler.simulation.rate_check import DEFAULT_RPS, RATE_CHECK_S, copy_threshold, fair_level
+from autoscaler.simulation.rate_check import RATE_CHECK_S, copy_threshold, fair_level
 
 JANITOR_PERIOD_S = 360.0
 """`LOCAL_JANITOR_FREQ_SECS` (ModelMesh.java, "tas.janitor_freq_secs", 6 * 60)."""
@@ -148,7 +148,7 @@ def _remove(pod: SimPod, model: int, used: float, ready: Sequence[SimPod], copie
     level = fair_level(pod.shares.values(), mu) if pod.rate > mu else math.inf
     active = sum(1 for share in pod.shares.values() if share > 0.0)
     limit = (copy_threshold(mu, rate, pod.rate, pod.young.get(model, math.inf), level, active) if copies.timed
-             else DEFAULT_RPS)  # untimed, `scaleUpRpmThreshold` (`mcce == null`, l.6294-6295)
+             else copies.flat_rps)  # untimed, `scaleUpRpmThreshold` (`mcce == null`, l.6294-6295)
     if rate > KEEP_SHARE * limit:
         return False
     # More than one request queued for it: a latency-based copy's own queue (`mcce != null`, l.6303); untimed the

@@ -40,6 +40,10 @@ class ClusterShape:
     # (modelmesh-serving's built-in runtimes do not, unless annotated perModelConcurrencyLimit); untimed, the
     # exporter reports a queue delay of 0 and the queue term never decides. Requests still queue and are delayed.
     queue_timed: bool = True
+    # Untimed, ModelMesh's flat scale-up threshold in requests per minute a copy (`scaleUpRpmThreshold`: the runtime's
+    # MM_SCALEUP_RPM_THRESHOLD, or the kv-store's scaleup_rpm_threshold; 2000 unset, ModelMesh.java l.240); timed,
+    # ModelMesh measures each copy's bandwidth instead and this is not read (rate_check.py)
+    scaleup_rpm: int = 2000
     gpu_window_s: float = 10.0
     load_window_s: float = 30.0
 

@@ -36,15 +36,17 @@ on a pod taking over `HEAVY_SHARE` of the busy mark (`heavy_mark`), so only thos
 
 A copy still loading takes no requests while a loaded one exists (`ForwardingLB`, l.4309-4390).
 
-Untimed (`--queue-untimed`, `limitModelConcurrency` false) every threshold is the flat `scaleUpRpmThreshold`, 2000
-rpm (`DEFAULT_RPS`), whatever the pod serves: a copy asks for more at 2000 rpm (l.5677-5681, l.5762), is heavy over
-1500 (l.5706-5710), the janitor keeps a third copy over 2/3 of 2000 (l.6294-6298: `mcce == null`) and `getExcludeSet`
-leaves out pods over 8000 (l.5836). Nothing else moves a hot model's requests off its copies there: the copy's wait
-limit ("Model queue overload", `allWaiting`, l.2681-2699) and its queue (`limiter`) belong to `MaxConcCacheEntry`,
-which ModelMesh makes only in latency-based mode (l.2636-2641, l.5053-5055; `maxInflightPerModelCopy` is read only
-then, l.709-716); an untimed copy is a plain `CacheEntry`, whose `beforeInvoke` only counts the request (l.2579-
-2583), which then waits in the model server's own queue. So a model between what its pod serves and 2000 rpm stays
-on the pods that hold it, however long their queues: on a 20 req/s pod, one at 30 req/s keeps its one copy.
+Untimed (`--queue-untimed`, `limitModelConcurrency` false) every threshold is the flat `scaleUpRpmThreshold`, 2000 rpm
+unless MM_SCALEUP_RPM_THRESHOLD or the kv-store's scaleup_rpm_threshold sets another (`--scaleup-rpm`,
+`flat_threshold`), whatever the pod serves; with 2000: a copy asks for more at 2000 rpm (l.5677-5681, l.5762), is
+heavy over 1500 (l.5706-5710), the janitor keeps a third copy over 2/3 of 2000 (l.6294-6298: `mcce == null`) and
+`getExcludeSet` leaves out pods over 8000 (l.5836). Nothing else moves a hot model's requests off its copies there:
+the copy's wait limit ("Model queue overload", `allWaiting`, l.2681-2699) and its queue (`limiter`) belong to
+`MaxConcCacheEntry`, which ModelMesh makes only in latency-based mode (l.2636-2641, l.5053-5055;
+`maxInflightPerModelCopy` is read only then, l.709-716); an untimed copy is a plain `CacheEntry`, whose `beforeInvoke`
+only counts the request (l.2579-2583), which then waits in the model server's own queue. So a model between what its
+pod serves and 2000 rpm stays on the pods that hold it, however long their queues: on a 20 req/s pod, one at 30 req/s
+keeps its one copy.
 """
 
 from __future__ import annotations
@@ -59,7 +61,11 @@ BANDWIDTH_SHARE = 0.9
 FEW_REQUESTS = 8
 """Under this many requests completed since the copy loaded the threshold is the 2000 rpm default (l.2779-2781)."""
 DEFAULT_RPS = 2000.0 / 60.0
-"""`DEFAULT_SCALEUP_RPM` (l.240), per second."""
+"""`DEFAULT_SCALEUP_RPM` (l.240), per second: a young copy's threshold timed (untimed every copy's is
+`ClusterShape.scaleup_rpm`, `flat_threshold`)."""
+SCALEUP_RPM_RANGE = (10, 2**31 - 1)
+"""The `scaleUpRpmThreshold` ModelMesh takes: at least 10 (under it the kv-store's value is refused, l.1048-1058),
+at most a Java int."""
 EXCLUDE_FACTOR = 4.0
 """Pods over this many times the threshold take no new copy (`getExcludeSet`, l.5841)."""
 NEW_COPY_AHEAD_S = 20.0
@@ -167,11 +173,17 @@ def quiet_count(pod_rps: float, pod_rate: float, interval_s: float) -> float:
     return share * spare / (1.0 - share * served) * interval_s * (1.0 - 1e-9)
 
 
-def flat_quiet_count(interval_s: float) -> float:
+def flat_threshold(scaleup_rpm: float) -> float:
+    """Untimed, the requests per second every copy must reach to ask for more: `scaleUpRpmThreshold` (2000 rpm
+    unless set) per second."""
+    return scaleup_rpm / 60.0
+
+
+def flat_quiet_count(interval_s: float, limit: float) -> float:
     """Untimed, requests in the interval at or under which a copy is neither heavy nor asks for more, whatever its
-    pod's load: three quarters of 2000 rpm (`heavyRpms = (scaleUpRpms * 3) / 4`, l.5680), a hair under it as
-    `quiet_count`'s."""
-    return HEAVY_SHARE * DEFAULT_RPS * interval_s * (1.0 - 1e-9)
+    pod's load: three quarters of the flat threshold `limit` (req/s: `flat_threshold`; `heavyRpms = (scaleUpRpms *
+    3) / 4`, l.5680), a hair under it as `quiet_count`'s."""
+    return HEAVY_SHARE * limit * interval_s * (1.0 - 1e-9)
 
 
 def recent_load_cutoff(now: float, interval_s: float, load_time_s: float) -> float:

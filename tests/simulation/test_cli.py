@@ -706,3 +706,14 @@ def test_choices_are_taken_in_any_letter_case_as_serves_are(tmp_path: Path) -> N
     assert result.returncode == 0, result.stderr
     report = json.loads((out / "report.json").read_text())
     assert list(report["policies"]) == ["mean-hpa", "skew-aware"]
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("9", "must be 10 to 2147483647 (ModelMesh refuses a threshold under 10 rpm), got '9'"),
+    ("1e3", "expected a whole number, got '1e3'"),
+])
+def test_a_bad_scaleup_rpm_says_what_it_may_be(tmp_path: Path, value: str, said: str) -> None:
+    result = subprocess.run([*SIMULATE, "--synthetic", "--scaleup-rpm", value, "--out", str(tmp_path / "out")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == f"modelmesh-autoscaler simulate: error: argument --scaleup-rpm: {said}"
