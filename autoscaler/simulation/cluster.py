@@ -41,6 +41,7 @@ from autoscaler.simulation.pods import (
 from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.regular_use import RegularUse
 from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove
+from autoscaler.simulation.stuck_copies import StuckCopies
 
 WARM_ROUNDS: Final = 64
 """Rounds of routing and rate checks at most to reach the copies a runtime serving the first bucket's load for
@@ -84,6 +85,8 @@ class Cluster:
         self.copy_loads = 0
         self.migrated_loads = 0  # copies a scale-down made of a leaving pod's models on the remaining pods
         self.janitor_removals = 0  # copies of models held elsewhere the janitor unloaded (janitor.py)
+        # Untimed, copies over what a pod serves but under the threshold, never copied (stuck_copies.py)
+        self.stuck = None if shape.queue_timed else StuckCopies(shape.pod_rps, self.copies.flat_rps)
         self.cold_loads_after_removal = 0  # cold loads of models whose only copy left with a removed pod
         self._lost: set[int] = set()  # models whose last copy a scale-down removed, not requested since
         # Cold loads of a model evicted from every cache, by how long before the load its evicted copy was last
@@ -294,6 +297,8 @@ class Cluster:
         routing.begin(self.pods, ready)
         self._unrouted = 0.0 if ready else sum(rates)
         self._refused, self._refused_rate = {}, 0.0
+        if self.stuck is not None:
+            self.stuck.routed(())
         if not ready:
             return
         if self.orphan:
@@ -310,13 +315,18 @@ class Cluster:
         if rate_of is not None:
             self._count_awaited(now, rate_of, now + remaining_s)
         routing.end(self.pods)
+        if self.stuck is not None:
+            self.stuck.routed(ready)
 
     def retry_refused(self, now: float, remaining_s: float) -> None:
         """Try the loads every pod refused at the last routing again, as ModelMesh's next request for each
         model does (it keeps no record of a churn refusal); `remaining_s`: seconds left of the bucket."""
         if not self._refused:
             return
-        cold = routing.retry(self.ready_pods(), self.copies, self._regular, now, self._refused)
+        ready = self.ready_pods()
+        cold = routing.retry(ready, self.copies, self._regular, now, self._refused)
+        if self.stuck is not None:
+            self.stuck.routed(ready)
         if cold:
             self._caches_changed += 1
             self._refused_rate = sum(self._refused.values())
@@ -376,6 +386,8 @@ class Cluster:
             pod.loading.clear()
         self.cold_loads = self.copy_loads = self.cold_loads_after_removal = self.migrated_loads = 0
         self.janitor_removals = 0
+        if self.stuck is not None:
+            self.stuck.clear()
         self.reload_gaps = []
         self.refused = self._refused_rate = 0.0
         self._refused = {}
@@ -393,6 +405,8 @@ class Cluster:
         heavy_mark = self.copies.heavy_mark
         for pod in self.pods:  # the requests each copy on a busy pod takes, for the next rate check
             count_for_rate_check(pod, t, heavy_mark)
+        if self.stuck is not None:
+            self.stuck.tick(t)
         for pod in self.pods:
             if not pod.ready:
                 continue

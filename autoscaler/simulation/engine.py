@@ -78,6 +78,9 @@ class PolicyResult:
     unused_evictions: int = 0  # models evicted from every cache and not requested again before the trace ended
     # How long each load that ran waited for its pod's loading thread (the runtime's `maxLoadingConcurrency`)
     load_waits: LoadWaits = field(default_factory=LoadWaits)
+    # Untimed, model -> (requests its copies took while over what a pod serves but under the threshold, the most one
+    # such copy took a second): never copied (stuck_copies.py); empty timed
+    stuck_copies: dict[int, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def delayed_ratio(self) -> float:
@@ -150,6 +153,7 @@ def simulate(buckets: Sequence[Bucket], bucket_s: float, tick_s: float, shape: C
         terms=dict(policy.terms), events=events, timeline=timeline, reload_gaps=cluster.reload_gaps,
         refused_requests=cluster.refused, unused_evictions=len(cluster.copies.evicted),
         load_waits=cluster.load_waits(len(buckets) * bucket_s),
+        stuck_copies={} if cluster.stuck is None else {m: (r, s) for m, (r, s) in cluster.stuck.taken.items()},
     )
 
 
