@@ -44,9 +44,10 @@ heavy over 1500 (l.5706-5710), the janitor keeps a third copy over 2/3 of 2000 (
 the copy's wait limit ("Model queue overload", `allWaiting`, l.2681-2699) and its queue (`limiter`) belong to
 `MaxConcCacheEntry`, which ModelMesh makes only in latency-based mode (l.2636-2641, l.5053-5055;
 `maxInflightPerModelCopy` is read only then, l.709-716); an untimed copy is a plain `CacheEntry`, whose `beforeInvoke`
-only counts the request (l.2579-2583), which then waits in the model server's own queue. So a model between what its
-pod serves and 2000 rpm stays on the pods that hold it, however long their queues: on a 20 req/s pod, one at 30 req/s
-keeps its one copy.
+only counts the request (l.2579-2583), which then waits in the model server's own queue. So a model whose copies each
+take more than their pod serves but under 2000 rpm stays on the pods that hold it, however long their queues: a copy
+at r asks for floor(r / 33.3) more, the copies end at r / (k + 1) each, and on 20 req/s pods one at 30 req/s keeps its
+one copy, one at 55 its two of 27.5.
 """
 
 from __future__ import annotations

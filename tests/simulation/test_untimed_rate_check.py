@@ -12,8 +12,8 @@ It was kept (a strict xfail until 6 December) on the belief that untimed ModelMe
 wait limit ("Model queue overload"). It has not: that limit (`allWaiting`, l.2681-2699) and the copy's queue
 (`limiter`) are `MaxConcCacheEntry`'s, made only in latency-based mode (l.2636-2641, l.5053-5055); an untimed copy
 is a plain `CacheEntry`, whose `beforeInvoke` only counts the request (l.2579-2583) and sends it on to the model
-server, which queues it. So untimed, a model its pod cannot serve but under 2000 rpm keeps its one copy and its
-requests wait (docs/simulation.md).
+server, which queues it. So untimed, a model whose copies each take more than their pod serves but under 2000 rpm
+keeps them and its requests wait (docs/simulation.md): at 30 req/s its one copy, at 55 two of 27.5.
 """
 
 from __future__ import annotations
@@ -62,10 +62,24 @@ def test_untimed_a_hot_model_under_2000_rpm_waits_on_its_one_pod(tmp_path: Path)
     timed, untimed = fixed(tmp_path)["delayed_ratio"], fixed(tmp_path, "--queue-untimed")["delayed_ratio"]
     assert timed < 0.1
     assert untimed > 0.8, untimed
-    # Over 2000 rpm the rate check copies it untimed too (40 req/s: 2400 // 2000 = 1 more), and its delays fall back
+    # Over 2000 rpm the rate check copies it untimed too (40 req/s: 2400 // 2000 = 1 more), and its delays fall back:
+    # only because its two copies then take 20 req/s each, what a pod serves
     over = fixed(tmp_path, "--queue-untimed", hot_rps=40)
     assert over["copy_loads"] >= 1
     assert over["delayed_ratio"] < 0.1, over
+
+
+def test_untimed_a_model_copied_once_is_stuck_where_each_copy_takes_more_than_a_pod_serves(tmp_path: Path) -> None:
+    # The band is per copy: the rate check asks for floor(rate / 33.3) more copies, so each ends at rate / (k + 1),
+    # and a model whose copies land between a pod's 20 req/s and 33.3 is stuck however hot it is. At 55 req/s: one
+    # more copy (3300 // 2000), two at about 27.5 (as routing shares them out), neither asking for a third; the docs
+    # said a model over 2000 rpm is copied and its delays fall back. Timed, a copy asks for more at 18 and the 4 pods
+    # share it.
+    untimed = fixed(tmp_path, "--queue-untimed", hot_rps=55)
+    assert untimed["delayed_ratio"] > 0.8, untimed
+    assert untimed["untimed_stuck_requests"] > 0.8 * 55 * 20 * 60, untimed  # most of the hot model's 20 minutes
+    assert "hot (" in " ".join(report(tmp_path)["warnings"])
+    assert fixed(tmp_path, hot_rps=55)["delayed_ratio"] < 0.1
 
 
 def _three_copies(shape: ClusterShape) -> Cluster:
