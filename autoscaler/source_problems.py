@@ -38,6 +38,47 @@ def pods_unknown(detail: str) -> bool:
     return detail.startswith(head) and tail in detail
 
 
+CUT: Final = "{…}"
+"""What stands in a source-wide problem's words for each label set (or other braced group) cut out of them."""
+CUT_NOTE: Final = " (label sets cut out as {…}: the adapter's log has the whole text)"
+"""How a source-wide problem's words end where something was cut: where the whole text is."""
+
+
+def for_every_runtime(detail: str) -> str:
+    """A source-wide problem's words as any runtime's /debug and 503 may say them: every braced group cut out.
+
+    A backend that fails as a whole (Prometheus) says so in the same words to every runtime, and its words name
+    the series they are about: Prometheus's `found duplicate series for the match group {namespace="team-b",
+    pod="..."} ... [{model_id="..."}]`, or a garbled item's labels. A runtime's /debug is read by whoever may read
+    its namespace, so another tenant's pod and model names must not reach it; Prometheus writes label sets, and
+    the PromQL the adapter sends writes its matchers, between braces, so those go and the words around them (what
+    failed, the URL, the hint) stay. Quoted text inside a group is skipped whole (a `}` in a label value ends
+    nothing); a group left open (text cut short) is cut to the end."""
+    out: list[str] = []
+    depth, quote, escaped, cut = 0, "", False, False
+    for char in detail:
+        if depth == 0:
+            if char == "{":
+                depth, cut = 1, True
+                out.append(CUT)
+            else:
+                out.append(char)
+        elif quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+    return "".join(out) + CUT_NOTE if cut else detail
+
+
 @dataclass(frozen=True, slots=True)
 class SourceProblem:
     """A read that fails right now, as /debug shows it for the runtimes it affects."""
@@ -47,7 +88,8 @@ class SourceProblem:
     `empty`), or `discovery`; or, not errors but why pods lack data, Prometheus's `unseen` and `partial` and
     the scrape source's `no_exporter` (a pod that runs no exporter sidecar)."""
     detail: str
-    """The backend's own words, as the log has them (credentials left out)."""
+    """The backend's own words, as the log has them (credentials left out); a source-wide problem's with their
+    label sets cut out (`for_every_runtime`), since every runtime's readers see them."""
     since: float
     """Clock time of the first failure of this run of failures (the reason may have changed since)."""
     pod: str | None = None

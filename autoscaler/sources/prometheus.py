@@ -72,7 +72,7 @@ from autoscaler.forgetting import RecreatedRuntimes
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.samples import refusal, valid_value
-from autoscaler.source_problems import REASON_GARBAGE
+from autoscaler.source_problems import REASON_GARBAGE, for_every_runtime
 from autoscaler.sources.base import (
     ALL_NAMESPACES,
     DiscoveryOutage,
@@ -294,10 +294,13 @@ class PrometheusSource(SourceDefaults):
         """What fails now, for /debug: discovery out of date (its errors of the runtime's namespace); Prometheus
         failing (the same for every runtime: the backend fails as a whole), with its last error and the time the
         outage began; else, when it answers, no series for any of the runtime's Ready pods (`unseen`), or
-        answers that said they were partial and left some of them out (`partial`)."""
+        answers that said they were partial and left some of them out (`partial`). Prometheus's words, the same for
+        every runtime, are told with their label sets cut out (`for_every_runtime`): they may name other
+        namespaces' series."""
         problems = self._discovery_outage.problems(key.namespace)
         if self.last_error is not None and self.outage_since is not None:
-            problems += (SourceProblem(self.last_error.reason, self.last_error.detail, self.outage_since),)
+            problems += (SourceProblem(self.last_error.reason, for_every_runtime(self.last_error.detail),
+                                       self.outage_since),)
         elif (partial := self._partial.problem(key)) is not None:
             problems += (partial,)
         elif (unseen := self._unseen.problem(key)) is not None:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from autoscaler.model import RuntimeKey
+from autoscaler.source_problems import for_every_runtime
 from autoscaler.sources.base import RuntimeInventory, SourceProblem
 from autoscaler.sources.prometheus_promql import PodRef
 
@@ -68,5 +69,6 @@ class PartialAnswers:
             return None
         return SourceProblem(
             REASON_PARTIAL, f"Prometheus at {self._url} answered partial data without some of this runtime's "
-            f"Ready pods (they hold their last good samples and turn stale): {'; '.join(sorted(self._said))}",
+            f"Ready pods (they hold their last good samples and turn stale): "
+            f"{for_every_runtime('; '.join(sorted(self._said)))}",
             self._since)

@@ -4,16 +4,25 @@ A namespace's pod watch or Deployment read failing holds that namespace's runtim
 stale knowledge), and their /debug says so in the Kubernetes API's words. It used to hold every namespace's, and
 a tenant of team-a read `pod watch of namespace team-b failing: 403 ... in the namespace "team-b"`, another
 tenant's namespace name and API error. Now team-a's runtime is not held for team-b's failure at all, so its /debug
-and its answers name nothing of team-b; team-b's own /debug, and the log, keep the detail."""
+and its answers name nothing of team-b; team-b's own /debug, and the log, keep the detail.
+
+With `--source prometheus`, Prometheus's own error is the same for every runtime, and Prometheus writes the series
+it is about into it: a 422 `found duplicate series for the match group {namespace="team-b", pod="..."} ...
+[{model_id="..."}]` was copied word for word into every runtime's /debug, so team-a's tenant read team-b's pod and
+model names there. A runtime is now told such an error with its label sets cut out; the log keeps it whole."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 from kubernetes.aio.client import Configuration
 
 from autoscaler.api.app import build_api_app
@@ -23,7 +32,9 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
+from autoscaler.sources.base import MetricSource
 from autoscaler.sources.kube_pods import KubePodDiscovery
+from autoscaler.sources.prometheus import PrometheusSource
 from autoscaler.sources.scrape import ScrapeSource
 from tests.api.builders import Pki
 from tests.api.conftest import guarded_site
@@ -49,8 +60,22 @@ class Tenants:
             return response.status, json.loads(await response.read())
 
 
-@pytest.fixture
-async def tenants(kube: FakeKubeApi, pki: Pki, settings_for: Callable[..., ServeSettings]) -> AsyncIterator[Tenants]:
+AiohttpServer = Callable[[web.Application], Awaitable[TestServer]]
+SECRET_POD = f"{THEIRS.deployment}-5d9f7c-secretpod"
+SECRET_MODEL = "confidential-model"
+DUPLICATE_SERIES = {  # what Prometheus 2 answers a one-to-one match that finds two series of one pod
+    "status": "error", "errorType": "execution",
+    "error": f'found duplicate series for the match group {{namespace="{THEIRS.namespace}", pod="{SECRET_POD}"}} '
+             f'on the right hand side of the operation: [{{model_id="{SECRET_MODEL}", namespace='
+             f'"{THEIRS.namespace}", pod="{SECRET_POD}"}}, {{model_id="{SECRET_MODEL}-v2", namespace='
+             f'"{THEIRS.namespace}", pod="{SECRET_POD}"}}];many-to-many matching not allowed: matching labels must '
+             'be unique on one side'}
+
+
+@asynccontextmanager
+async def serving(kube: FakeKubeApi, pki: Pki, settings: ServeSettings,
+                  source_for: Callable[[KubePodDiscovery], MetricSource]) -> AsyncIterator[Tenants]:
+    """The adapter over the fake cluster with the source `source_for` makes of its discovery."""
     for token, (user, namespace) in TENANTS.items():
         kube.tokens[token] = (user, [])
         kube.allow(user=user, verb="get", namespace=namespace)
@@ -62,11 +87,11 @@ async def tenants(kube: FakeKubeApi, pki: Pki, settings_for: Callable[..., Serve
     discovery = KubePodDiscovery(configuration, namespaces=[MINE.namespace, THEIRS.namespace],
                                  request_timeout_s=2.0, watch_timeout_s=1, resync_interval_s=0.2,
                                  backoff_initial_s=0.02, backoff_max_s=0.1)
-    source = ScrapeSource(discovery)
+    source = source_for(discovery)
     metrics = AdapterMetrics()
     refresher = Refresher(source, PolicyBook(), metrics)
     tls = pki.server_context()
-    security = await build_api_security(settings_for(), tls, metrics)
+    security = await build_api_security(settings, tls, metrics)
     try:
         async with guarded_site(build_api_app(refresher, metrics, security.gate), tls) as site:
             await discovery.start()
@@ -76,6 +101,28 @@ async def tenants(kube: FakeKubeApi, pki: Pki, settings_for: Callable[..., Serve
         await security.close()
         await source.close()
         await discovery.close()
+
+
+@pytest.fixture
+async def tenants(kube: FakeKubeApi, pki: Pki, settings_for: Callable[..., ServeSettings]) -> AsyncIterator[Tenants]:
+    async with serving(kube, pki, settings_for(), ScrapeSource) as served:
+        yield served
+
+
+@pytest.fixture
+async def prometheus_tenants(kube: FakeKubeApi, pki: Pki, settings_for: Callable[..., ServeSettings],
+                             aiohttp_server: AiohttpServer) -> AsyncIterator[Tenants]:
+    """The adapter reading a Prometheus that answers every query with `DUPLICATE_SERIES`, an error about team-b's
+    series."""
+    async def refuse(request: web.Request) -> web.Response:
+        return web.json_response(DUPLICATE_SERIES, status=422)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", refuse)
+    prometheus = await aiohttp_server(app)
+    url = f"http://127.0.0.1:{prometheus.port}"
+    async with serving(kube, pki, settings_for(), lambda discovery: PrometheusSource(discovery, url)) as served:
+        yield served
 
 
 def debug(key: RuntimeKey) -> str:
@@ -105,3 +152,22 @@ async def test_a_tenants_debug_names_no_other_namespaces_discovery_error(
     [problem] = [p for p in theirs["source"]["problems"] if p["reason"] == "discovery"]
     assert f'in the namespace \\"{THEIRS.namespace}\\"' in json.dumps(problem), problem
     assert (await tenants.get(debug(THEIRS), "alice-token"))[0] == 403
+
+
+async def test_a_tenants_debug_names_nothing_of_other_namespaces_from_prometheus_s_error(
+        prometheus_tenants: Tenants, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="autoscaler.sources.prometheus"):
+        await prometheus_tenants.refresher.refresh_once()
+
+    status, mine = await prometheus_tenants.get(debug(MINE), "alice-token")
+    assert status == 200, mine
+    [problem] = mine["source"]["problems"]
+    assert problem["reason"] == "http" and problem["pod"] is None, problem
+    assert "found duplicate series for the match group {…}" in problem["detail"], problem  # what failed, still
+    assert "the adapter's log" in problem["detail"], problem
+    for secret in (THEIRS.namespace, SECRET_POD, SECRET_MODEL):
+        assert secret not in json.dumps(mine), (secret, mine)
+    status, answer = await prometheus_tenants.get(metric(MINE), "alice-token")
+    assert status == 503, answer
+    assert all(secret not in answer["message"] for secret in (THEIRS.namespace, SECRET_POD, SECRET_MODEL)), answer
+    assert SECRET_MODEL in caplog.text  # the operator's log keeps Prometheus's words whole
