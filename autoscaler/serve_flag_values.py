@@ -172,6 +172,15 @@ def namespaces(value: str) -> tuple[str, ...]:
     return names
 
 
+def service(value: str) -> str:
+    """A Service as `NAME.NAMESPACE` (each a DNS label), whose DNS names a generated certificate carries."""
+    name, dot, namespace = text(value).partition(".")
+    if not dot or namespace_problem(name) is not None or namespace_problem(namespace) is not None:
+        raise argparse.ArgumentTypeError(f"expected NAME.NAMESPACE, a Service's name and namespace ({NAMESPACE_RULE} "
+                                         f"each), got {value!r}")
+    return f"{name}.{namespace}"
+
+
 def object_name(value: str) -> str:
     """An object name (a DNS-1123 subdomain), such as the Lease's: the API server refuses to create another."""
     name = text(value)

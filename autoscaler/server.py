@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import socket
 import ssl
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -37,6 +36,7 @@ from autoscaler.policies.policy_values import apply_overrides
 from autoscaler.refresher import Refresher, RefreshListener
 from autoscaler.runtimes_outside_namespaces import namespaces_as_given, warnings_by_runtime
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.serving_names import self_signed_hosts
 from autoscaler.settings import ServeSettings, is_loopback
 from autoscaler.sources.base import DiscoveryScopes, MetricSource, PodDiscovery
 from autoscaler.sources.scrape import ScrapeSource
@@ -144,8 +144,7 @@ def tls_context(settings: ServeSettings) -> ssl.SSLContext:
     if settings.tls_cert_file or settings.tls_private_key_file:
         raise StartupError("--tls-cert-file and --tls-private-key-file go together")
     log.info("no --tls-cert-file given: serving with a generated self-signed certificate")
-    return self_signed_server_context("modelmesh-autoscaler", [settings.listen_host, "localhost",
-                                                               socket.gethostname()])
+    return self_signed_server_context("modelmesh-autoscaler", self_signed_hosts(settings))
 
 
 class ServingRefresher(Refresher):

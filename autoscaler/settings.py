@@ -41,6 +41,7 @@ from autoscaler.serve_flag_values import (
     review_cache_ttl,
     scrape_timeout,
     server_name,
+    service,
     shutdown_delay,
     token_file,
     window,
@@ -86,6 +87,10 @@ class ServeSettings:
     # TLS and authentication (docs/design.md, "What the adapter serves").
     tls_cert_file: Path | None = None
     tls_private_key_file: Path | None = None
+    tls_service: str | None = None
+    """The Service (`NAME.NAMESPACE`) the aggregator reaches the adapter through: its DNS names go into the
+    generated certificate, so that an APIService's `caBundle` can pin it. None: `SHIPPED_SERVICE_NAME` in the
+    adapter's own namespace (`autoscaler.serving_names`)."""
     requestheader_client_ca_file: Path | None = None
     requestheader_allowed_names: tuple[str, ...] = ()
     requestheader_username_headers: tuple[str, ...] = ("X-Remote-User",)
@@ -261,6 +266,11 @@ _OPTIONS: Final = (
     _Option("--tls-cert-file", file_path, "serving certificate (PEM); goes with --tls-private-key-file",
             "a generated self-signed certificate", "FILE", _TLS),
     _Option("--tls-private-key-file", file_path, "private key of --tls-cert-file (PEM)", "none", "FILE", _TLS),
+    _Option("--tls-service", service, "the Service the aggregator reaches the adapter through, NAME.NAMESPACE: "
+            "without --tls-cert-file, the generated certificate names it (NAME.NAMESPACE.svc and "
+            "NAME.NAMESPACE.svc.cluster.local), so that an APIService's caBundle can pin it",
+            "modelmesh-autoscaler in the adapter's own namespace (modelmesh-autoscaler outside a cluster)",
+            "NAME.NAMESPACE", _TLS),
     _Option("--requestheader-client-ca-file", file_path, "CA (PEM) that signs the aggregator's front-proxy "
             "client certificate", "read from kube-system/extension-apiserver-authentication in a cluster",
             "FILE", _TLS),

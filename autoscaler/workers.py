@@ -31,7 +31,6 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,6 +40,7 @@ from autoscaler.api.render import SnapshotPublisher
 from autoscaler.kube.review_connection import ReviewConnection
 from autoscaler.scratch import owned_directory, sweep_abandoned
 from autoscaler.serve_loop import StopRequests, serve_shutdown_delay
+from autoscaler.serving_names import self_signed_hosts
 from autoscaler.settings import ServeSettings
 from autoscaler.stop_budget import say_stop_budget
 from autoscaler.worker_pool import STOP_TIMEOUT_S, WorkerPool
@@ -106,8 +106,7 @@ def _serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | 
             (owned_directory(METRICS_DIRECTORY_PREFIX) if settings.workers > 1
              else contextlib.nullcontext()) as metrics_directory:
         if tls_files is None:
-            files = generate_self_signed(directory, "modelmesh-autoscaler",
-                                         [h for h in (settings.bound_host, "localhost", socket.gethostname()) if h])
+            files = generate_self_signed(directory, "modelmesh-autoscaler", self_signed_hosts(settings))
             tls_files = (files.cert_file, files.key_file)
         pool = WorkerPool(settings, *tls_files, metrics_directory, between_starts=starting.check,
                           connection=_review_connection(settings))

@@ -61,6 +61,7 @@ FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--leader-elect-renew-deadline", "20", "leader_elect_renew_deadline_s", 20.0),
     ("--leader-elect-retry-period", "4", "leader_elect_retry_period_s", 4.0),
     ("--leader-elect-namespace", "ops", "leader_elect_namespace", "ops"),
+    ("--tls-service", "metrics-adapter.ops", "tls_service", "metrics-adapter.ops"),
     ("--leader-elect-lease-name", "my-lease", "leader_elect_lease_name", "my-lease"),
     ("--bridge", "off", "bridge", False),
     ("--per-runtime-metrics", "off", "per_runtime_metrics", False),
@@ -306,6 +307,9 @@ def test_an_unknown_flag_is_reported_with_its_commands_usage(
     ("--namespaces", "modelmesh_serving", "expected namespace names (lower-case letters, digits and '-'"),
     ("--namespaces", "modelmesh-serving,Team-A", "expected namespace names (lower-case letters, digits and '-'"),
     ("--leader-elect-namespace", "Ops", "expected a namespace name (lower-case letters, digits and '-'"),
+    # A Service name alone would make certificate names no client in the cluster asks for.
+    ("--tls-service", "modelmesh-autoscaler", "expected NAME.NAMESPACE, a Service's name and namespace"),
+    ("--tls-service", "adapter.ops.svc", "expected NAME.NAMESPACE, a Service's name and namespace"),
     # Accepted, every attempt to create the Lease was refused (422), so no replica ever led.
     ("--leader-elect-lease-name", "My_Lease", "expected an object name (lower-case letters, digits, '-' and '.'"),
 ])

@@ -23,9 +23,9 @@ from kubernetes.aio.config.config_exception import ConfigException
 
 from autoscaler.kube.credentials import TokenRefresh, watch_credentials
 from autoscaler.kube.errors import KubeConfigError
-from autoscaler.kube.where import in_cluster
+from autoscaler.kube.where import SERVICE_ACCOUNT_NAMESPACE, in_cluster
 
-_SERVICE_ACCOUNT_NAMESPACE: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+_SERVICE_ACCOUNT_NAMESPACE: Final = SERVICE_ACCOUNT_NAMESPACE
 
 
 @dataclass(frozen=True, slots=True)
