@@ -33,6 +33,7 @@ from exporter.collectors.modelmesh import ModelMeshCollector
 from exporter.collectors.pod import PodInfoCollector
 from exporter.connection_cap import MAX_CONNECTIONS, WRITE_DEADLINE_S, ConnectionCap, ConnectionCounts
 from exporter.listen import KEEPALIVE_TIMEOUT_S, bind_listeners
+from exporter.server_name import drop_server_name, nameless_handlers
 from exporter.settings import ExporterSettings
 from exporter.stop_signals import StopSignals
 from exporter.stopping import stop_tasks
@@ -199,6 +200,7 @@ def metrics_app(registry: CollectorRegistry, health: CollectorHealth, loops: Seq
     app.router.add_get("/healthz", healthz)
     app.cleanup_ctx.append(background)
     app.on_shutdown.append(_log_stopping)
+    app.on_response_prepare.append(drop_server_name)
     return app
 
 
@@ -315,7 +317,8 @@ async def serve(app: web.Application, sockets: Sequence[socket.socket], *, acces
     await runner.setup()  # its clean-up closes every connection, giving what is still under way CUT_AFTER_GRACE_S
     try:
         assert runner.server is not None
-        cap = ConnectionCap(runner.server, app[CONNECTIONS_KEY], max_connections, write_deadline_s)
+        cap = ConnectionCap(nameless_handlers(runner.server), app[CONNECTIONS_KEY], max_connections,
+                            write_deadline_s)
         connections = cap if ssl_context is None else TlsHandshakes(cap, ssl_context, handshake_timeout_s)
         sites = [_CappedSite(runner, sock, connections) for sock in sockets]
         for site in sites:

@@ -32,10 +32,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
-from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -112,11 +112,11 @@ class ConnectionCounts(Collector):
 
 
 class ConnectionCap:
-    """A protocol factory for `loop.create_server` around aiohttp's `web.Server`: the cap and the write deadline
-    (see the module)."""
+    """A protocol factory for `loop.create_server` around aiohttp's `web.Server` (or what makes its request
+    handlers, `server_name.nameless_handlers`): the cap and the write deadline (see the module)."""
 
-    def __init__(self, server: web.Server, counts: ConnectionCounts, max_connections: int = MAX_CONNECTIONS,
-                 write_deadline_s: float = WRITE_DEADLINE_S) -> None:
+    def __init__(self, server: Callable[[], RequestHandler], counts: ConnectionCounts,
+                 max_connections: int = MAX_CONNECTIONS, write_deadline_s: float = WRITE_DEADLINE_S) -> None:
         self.server = server
         self.counts = counts
         self.max_connections = max_connections
