@@ -99,9 +99,16 @@ def _unquoted(value: str) -> str:
     return value[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
 
 
+_STRING_ESCAPES: Final = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"} | {
+    chr(code): f"\\x{code:02x}" for code in (*range(0x20), 0x7F) if chr(code) not in "\n\r\t"}
+"""What a PromQL string cannot hold as itself: the quote and the escape character, and the control characters
+(a raw newline ends the query with `unterminated quoted string`), each as PromQL's own escape of it."""
+_STRING_TABLE: Final = str.maketrans(_STRING_ESCAPES)
+
+
 def promql_string(value: str) -> str:
-    """`value` as a double-quoted PromQL string."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """`value` as a double-quoted PromQL string, on one line: Prometheus reads it back as `value`."""
+    return '"' + value.translate(_STRING_TABLE) + '"'
 
 
 _REGEX_SPECIAL: Final = re.compile(r"[\\.+*?()|\[\]{}^$]")
