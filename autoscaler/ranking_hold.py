@@ -79,8 +79,12 @@ class HoldReason(StrEnum):
     """A PATCH that got no answer (timeout, connection)."""
     LEADER = "leader"
     """A replica not leading: the leader writes the costs, and its log says why not yet."""
+    OVERWRITTEN = "overwritten"
+    """Another writer (`kubectl annotate`, another tool) set the pod's cost after this replica's write, or removed
+    it: written again at once, then at the pod's minute while that writer keeps putting its value back."""
     QUEUED = "queued"
-    """Nothing failed: the writer has not had its turn yet (the usual hold, one refresh)."""
+    """Nothing failed: the writer has not had its turn yet, or its write is not yet shown by the pod watch (the
+    usual hold, one refresh)."""
 
     @classmethod
     def strongest(cls, reasons: Iterable[HoldReason]) -> HoldReason:

@@ -22,9 +22,12 @@ the pods that already carry the cost it would write (`cluster.deletion_cost`, th
 watch last saw it): after a failover or a rolling upgrade at 50,000 pods those were a 40-minute backlog of
 patches at the qps limit that changed nothing, each a pod update sent to every pod watcher of the cluster. For
 the same reason the 5-minute rewrite of an unchanged cost is sent only where the watch shows the pod carrying
-something else. A cost another writer set after this replica's write (the watch shows a value it did not write)
-counts as not written, for the ranking hold and for the plan (`_foreign`): trusting its own write until that
-check let a scale-down go with the busiest pod carrying the lowest cost by hand.
+something else. A cost another writer set after this replica's write, or removed (the watch shows a value it did
+not write, or none, once it has shown the write itself: `_foreign`), counts as not written: the pod is written
+again at once where a scale-down waits on it, then at most once its minute while that writer keeps putting its
+value back. The ranking hold trusts a write only once the watch shows it (`_carried`): trusting it until the
+5-minute check, or the value it wrote over for 10 s as the watch's lag, let a scale-down go with the busiest pod
+carrying the lowest cost by hand, or put back by a tool within those 10 s.
 What was written is remembered with the pod's uid (`cluster.pod_uid`): a pod deleted and created again under its
 name (a controller that reuses names) is a new object without the annotation, and is written at the next pass as
 a new pod is, not at the 5-minute rewrite.
@@ -70,9 +73,11 @@ from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
 
-WATCH_LAG_S: Final = 10.0
-"""How long after a write the pod watch may still show what the pod carried before it (within one refresh at the
-default interval; a watch event comes within a second): later, that value is another writer's again."""
+ECHO_WAIT_S: Final = 60.0
+"""How long after a write the pod watch, not having shown it yet (its echo), may still show the pod as it was
+before: a watch behind, or relisting, which may skip the write's own event. Until then another value on the pod
+is that lag, not another writer's; after it, what the watch shows counts. No other time window: a tool that puts
+its value back seconds after each write was taken for the watch's lag for 10 s, and got past the ranking hold."""
 
 FailureCause = tuple[int | str, str | None]
 """(HTTP status or "no answer", namespace for refusals else None): what one grouped log line is about."""
@@ -157,7 +162,8 @@ class DeletionCostWriter:
         self._failing: dict[FailureCause, set[PodId]] = {}  # causes warned about, with the pods still failing
         self._pass_failures: dict[FailureCause, list[tuple[PodId, str, float, KubeApiError]]] = {}
         self._in_flight: set[asyncio.Task[None]] = set()
-        self._overwritten: set[PodId] = set()  # pods carrying another writer's cost at the last pass, said once
+        self._overwritten: set[PodId] = set()  # pods carrying another writer's cost, or fought: said once a spell
+        self._foreign_now: set[PodId] = set()  # pods carrying another writer's cost at the last plan
 
     def offer(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
         """Put the newest views in the mailbox (replacing any not yet planned) and wake the writer. The refresh
@@ -176,7 +182,8 @@ class DeletionCostWriter:
         refreshes without data: the writer had its turn to write it) (a newer ranking's moves are load
         noise, written at the pod's minute: waiting for them held every scale-down under noise); and when
         nothing can be known (a runtime outside `--namespaces`; a replica not leading, without the pod watch: a
-        targets file). The costs on the pods: what this replica wrote while leading, else the pod watch's.
+        targets file). The costs on the pods: the pod watch's, or what this replica wrote while leading where the
+        watch does not have the pod (`_carried`).
 
         A replica not leading judges by the pod watch, within one cost bucket: the HPA reads every replica through
         the Service, and a replica that held nothing let a read of it remove the pod the leader's hold kept. Its
@@ -198,7 +205,7 @@ class DeletionCostWriter:
             return None
         if leading:
             self._holding.add(key)
-            found = [self._cause(self.records.get((key.namespace, name))) for name in unwritten]
+            found = [self._cause((key.namespace, name)) for name in unwritten]
             causes = dict.fromkeys(text for _, text in found)
             reason = HoldReason.strongest(reason for reason, _ in found)
         else:
@@ -224,8 +231,9 @@ class DeletionCostWriter:
                 for name, *_ in view.pods.deletion_costs()}
 
     def unwritten(self, key: RuntimeKey, view: RuntimeView) -> tuple[str, ...]:
-        """The pods of `view` that do not carry its ranking's cost (`autoscaler.ranking_hold`): by what this replica
-        wrote while leading, else by the pod watch; empty where nothing can be known (as `misordered`)."""
+        """The pods of `view` that do not carry its ranking's cost (`autoscaler.ranking_hold`): by the pod watch, or
+        what this replica wrote while leading where the watch does not have the pod (`_carried`); empty where
+        nothing can be known (as `misordered`)."""
         if not self._judges(key, view):
             return ()
         leading = self._may_write()
@@ -265,33 +273,48 @@ class DeletionCostWriter:
         return {name: self._carried((key.namespace, name), leading) for name, *_ in view.pods.deletion_costs()}
 
     def _carried(self, pod: PodId, leading: bool) -> int:
-        """The cost on the pod as the ReplicaSet reads it: what this replica wrote while leading (the pod watch
-        may not show it yet), else what the pod watch shows; and what it shows where another writer set the
-        pod's cost after this replica's write (`_foreign`): trusted until the pod's 5-minute check, this
-        replica's own write let a scale-down go with the busiest pod carrying the lowest cost."""
+        """The cost on the pod as the ReplicaSet reads it: what the pod watch shows (a pod it watches without the
+        annotation: 0), else, on the leader, what it wrote (a pod not watched yet, or no pod watch). The leader
+        does not take its own write for in place before the watch shows it: the value the watch shows meanwhile
+        may be the watch's lag or another writer's put back at once, and trusting the write (for 5 minutes, then
+        for 10 s) let a scale-down go with the busiest pod carrying the lowest cost."""
         record = self.records.get(pod) if leading else None
         if record is not None and record.cost is not None:
-            foreign = self._foreign(pod, record)
-            return record.cost if foreign is None else foreign
+            if not self._watched(pod):
+                return record.cost
+            shown = self._cluster.deletion_cost(*pod) if self._cluster is not None else None
+            cost = carried_cost(shown)
+            record.echoed = record.echoed or (cost == record.cost and shown is not None)
+            return cost
         return carried_cost(self._cluster.deletion_cost(*pod) if self._cluster is not None else None)
+
+    def _watched(self, pod: PodId) -> bool:
+        """Whether the pod watch has the pod (then a missing annotation is one removed, which the ReplicaSet reads
+        as 0, not one not known)."""
+        return self._cluster is not None and self._cluster.pod_uid(*pod) is not None
 
     def _foreign(self, pod: PodId, record: PodRecord) -> int | None:
         """The cost another writer put on the pod after this replica wrote `record.cost` (a `kubectl annotate`,
-        another tool), as the pod watch shows it; None where it shows this replica's write, nothing (a pod just
-        created, not watched yet, or no pod watch), or within `WATCH_LAG_S` of the write what the pod carried
-        before it (the watch a moment behind; after that, the same value is another writer's again: one that
-        puts its value back after each write is not taken for the watch's lag for long)."""
-        shown = self._cluster.deletion_cost(*pod) if self._cluster is not None else None
-        if shown is None or record.cost is None:
+        another tool; none, read as 0, where it removed the annotation), as the pod watch shows it; None where
+        it shows this replica's write, or the pod is not watched (a pod just created, or no pod watch). Until the
+        watch has shown the write itself (`PodRecord.echoed`), for `ECHO_WAIT_S`, another value is the pod as it
+        was before the write, the watch behind or relisting: no time window after the write, which a tool that
+        puts its value back within it got through."""
+        if record.cost is None or not self._watched(pod):
             return None
+        shown = self._cluster.deletion_cost(*pod) if self._cluster is not None else None
         cost = carried_cost(shown)
-        if cost == record.cost or (cost == record.previous and self._clock() - record.written_at < WATCH_LAG_S):
+        if cost == record.cost:
+            record.echoed = record.echoed or shown is not None
+            return None
+        if not record.echoed and self._clock() - record.written_at < ECHO_WAIT_S:
             return None
         return cost
 
-    def _cause(self, record: PodRecord | None) -> tuple[HoldReason, str]:
-        """Why this replica has not written a pod's cost yet: in one word for the hold counter, and as the log and
-        /debug say it."""
+    def _cause(self, pod: PodId) -> tuple[HoldReason, str]:
+        """Why a pod's cost is not on it as this replica has it: in one word for the hold counter, and as the
+        log and /debug say it."""
+        record = self.records.get(pod)
         if record is not None and record.failures and record.refused is not None:
             if record.refused == 429 or self._throttle.remaining() > 0:
                 return HoldReason.THROTTLED, f"throttled by the API server ({record.refused}, Retry-After)"
@@ -300,7 +323,17 @@ class DeletionCostWriter:
             return HoldReason.NO_ANSWER, "no answer"
         if self._throttle.remaining() > 0:
             return HoldReason.THROTTLED, "throttled by the API server (Retry-After)"
+        if record is not None and record.cost is not None and self._watched(pod):
+            if self._foreign(pod, record) is not None:
+                return HoldReason.OVERWRITTEN, f"overwritten by another writer ({self._shown(pod)})"
+            if not record.echoed:
+                return HoldReason.QUEUED, "written, not yet shown by the pod watch"
         return HoldReason.QUEUED, "queued"
+
+    def _shown(self, pod: PodId) -> str:
+        """The annotation on the pod as the pod watch shows it, as it is written there (`none`: removed)."""
+        shown = self._cluster.deletion_cost(*pod) if self._cluster is not None else None
+        return "none" if shown is None else shown
 
     def forget(self, key: RuntimeKey) -> None:
         """The runtime is gone, or was created again under its name (`autoscaler.forgetting`): a scale-down of it
@@ -374,22 +407,34 @@ class DeletionCostWriter:
             log.info("deletion costs: %d pods were deleted and created again under their names (a new uid, "
                      "without the annotation written on the old one); writing them as new pods: %s",
                      len(recreated), few([f"{ns}/{name}" for ns, name in recreated]))
-        return gone, plan_patches(views, self._as_on_pods(), self._urgent(views) | held, now,
+        return gone, plan_patches(views, self._as_on_pods(now), self._urgent(views) | held, now,
                                       min_interval_s=self.settings.min_interval_s,
                                       max_interval_s=self.settings.max_interval_s)
 
-    def _as_on_pods(self) -> Mapping[PodId, PodRecord]:
+    def _as_on_pods(self, now: float) -> Mapping[PodId, PodRecord]:
         """The records to plan by, with the cost another writer set on a pod in place of this replica's
         (`_foreign`): such a pod is written again as a changed cost is (at once where a scale-down waits on it,
-        else at the pod's minute), not only at its 5-minute check. Said once a pod, at INFO."""
-        overwritten = {pod: replace(record, cost=cost) for pod, record in self.records.items()
-                       if (cost := self._foreign(pod, record)) is not None}
+        else at the pod's minute), not only at its 5-minute check; once written again for another writer's value
+        (`PodRecord.fought`), at most once its minute even where its runtime's writes are hurried: a tool that
+        puts its value back after each write was written at every refresh. Said once a spell, at INFO, with the
+        annotation as it is on the pod."""
+        wait = self.settings.min_interval_s
+        overwritten: dict[PodId, PodRecord] = {}
+        for pod, record in self.records.items():
+            cost = self._foreign(pod, record)
+            if cost is not None:
+                retry_at = max(record.retry_at, record.written_at + wait) if record.fought else record.retry_at
+                overwritten[pod] = replace(record, cost=cost, retry_at=retry_at)
+            elif record.fought and record.echoed and now - record.written_at >= wait:
+                record.fought = False  # its write stayed a minute: that writer stopped
+        self._foreign_now = set(overwritten)
         news = [pod for pod in overwritten if pod not in self._overwritten]
-        self._overwritten = set(overwritten)
+        self._overwritten = self._foreign_now | {pod for pod, record in self.records.items() if record.fought}
         if news:
-            log.info("deletion costs: %d pods carry a cost another writer set after this replica's (kubectl "
-                     "annotate, another tool), which the ReplicaSet removes by; writing them again: %s",
-                     len(news), few([f"{ns}/{name} ({overwritten[(ns, name)].cost})" for ns, name in news]))
+            log.info("deletion costs: %d pods carry a cost another writer set after this replica's, or removed "
+                     "(kubectl annotate, another tool), which the ReplicaSet removes by; writing them again, then "
+                     "at most once a minute while it puts its own back: %s",
+                     len(news), few([f"{ns}/{name} ({self._shown((ns, name))})" for ns, name in news]))
         return ChainMap(overwritten, self.records) if overwritten else self.records
 
     def _recreated(self) -> list[PodId]:
@@ -423,13 +468,13 @@ class DeletionCostWriter:
                 kept.append(patch)
                 continue
             if first:
-                self.records[pod] = PodRecord(cost=patch.cost, uid=self._uid(pod),
+                self.records[pod] = PodRecord(cost=patch.cost, uid=self._uid(pod), echoed=True,
                                               written_at=now - self._rand() * self.settings.max_interval_s)
                 self._metrics.pod_deletion_cost.labels(*pod).set(patch.cost)
                 adopted += 1
             else:
                 record = self.records[pod]
-                record.written_at, record.uid = now, self._uid(pod)
+                record.written_at, record.uid, record.echoed = now, self._uid(pod), True
                 checked += 1
         if adopted:
             log.info("deletion costs: %d pods already carry the cost this replica would write; left as they are",
@@ -502,7 +547,7 @@ class DeletionCostWriter:
         pod = (patch.namespace, patch.pod)
         record = self.records.setdefault(pod, PodRecord())
         uid = self._uid(pod)  # read before sending: a pod created again meanwhile is written again next pass
-        before = self._carried(pod, leading=True)  # what the watch may show for a moment after the write
+        fought = pod in self._foreign_now  # written again for another writer's value: at its minute from now on
         try:
             await self._client.patch_pod_annotations(
                 patch.namespace, patch.pod, {DELETION_COST_ANNOTATION: str(patch.cost)}
@@ -510,7 +555,8 @@ class DeletionCostWriter:
         except KubeApiError as error:
             self._failed(pod, record, error)
             return
-        record.previous, record.cost, record.written_at, record.uid = before, patch.cost, self._clock(), uid
+        record.cost, record.written_at, record.uid, record.echoed = patch.cost, self._clock(), uid, False
+        record.fought = record.fought or fought
         record.failures, record.retry_at, record.refused = 0, -math.inf, None
         self._clear_failure(pod)
         self._metrics.deletion_cost_patches.labels("ok").inc()

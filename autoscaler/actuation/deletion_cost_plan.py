@@ -70,10 +70,13 @@ class PodRecord:
     refused: int | str | None = None
     """The HTTP status (or "no answer") of the last failed write, until one succeeds: what a held scale-down
     waits on (`DeletionCostWriter.misordered`)."""
-    previous: int | None = None
-    """The cost the pod carried before this replica's write of `cost`, as this replica knew it (its own earlier
-    write, or another writer's): the pod watch may still show it for a moment after the write, which is then no
-    other writer's doing (`DeletionCostWriter._foreign`)."""
+    echoed: bool = False
+    """Whether the pod watch has shown `cost` on the pod since this replica wrote it (the write's echo): until
+    then what the watch shows is the pod as it was before (the watch behind, or relisting), for at most
+    `ECHO_WAIT_S`; after it, another value is another writer's (`DeletionCostWriter._foreign`)."""
+    fought: bool = False
+    """Written again for another writer's value, and not yet seen keeping this replica's for `min_interval_s`:
+    written again at most once a pod's minute, even for a runtime whose writes are hurried, and said once."""
 
 
 def plan_patches(
