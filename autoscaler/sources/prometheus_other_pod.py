@@ -10,9 +10,10 @@ Only the exporter knows which pod it runs in, and says so (`modelmesh_exporter_p
 `exported_pod` and `exported_namespace` beside its own `pod` and `namespace`, and where Prometheus's labels are
 named otherwise (`kubernetes_pod_name`) they stay `pod` and `namespace`. A series whose exporter names another
 pod is left out as missing data for the pod it is labelled with (values held, never lowered), as the scrape
-source refuses such an answer (`answered_pod`, reason `other_pod`). A `pod_info` that names no pod (an exporter
-from before the series, a sidecar without the downward API's variables, or `honor_labels` true, where the
-exporter's labels replaced Prometheus's) is read as always.
+source refuses such an answer (`answered_pod`, reason `other_pod`; /debug names the pod the exporter says only where
+it is of the runtime's namespace). A `pod_info` that names no pod (an exporter from before the series, a sidecar
+without the downward API's variables, or `honor_labels` true, where the exporter's labels replaced Prometheus's) is
+read as always.
 
 No query of its own: the freshness query carries the mismatched pods as extra series (`with_other_pods`), each
 with the exporter's labels, by which `prometheus_reader` sets them apart from the freshness values (`answered`).
@@ -26,9 +27,8 @@ from typing import Final
 
 from autoscaler.log_lists import NAMED, few
 from autoscaler.model import RuntimeKey
-from autoscaler.sources.answered_pod import REASON_OTHER_POD
+from autoscaler.sources.answered_pod import REASON_OTHER_POD, claimed_pod
 from autoscaler.sources.base import RuntimeInventory, SourceProblem, ongoing_problem
-from autoscaler.sources.exporter_said import quoted
 from autoscaler.sources.prometheus_matchers import SeriesMatchers
 from exporter import names
 from exporter.pod_identity import PodIdentity
@@ -89,13 +89,15 @@ def answered(labels: Mapping[str, str], namespace_label: str, pod_label: str) ->
     return PodIdentity(said["namespace"], said["pod"])
 
 
-def said_of(url: str, ref: PodRef, claimed: PodIdentity) -> str:
-    """What the log and /debug say of a pod whose series come from another pod's exporter; the pod the exporter
-    names quoted and cut short (`exporter_said`): a tenant's words."""
-    return (f"Prometheus at {url} has series for pod {ref[0]}/{ref[1]} from an exporter that says it runs in pod "
-            f"{quoted(str(claimed))} ({names.POD_INFO}): Prometheus's target for the pod reaches another pod's "
-            "exporter (the pod's IP given to another pod while its service discovery lags, or a relabelling that "
-            "names pods wrongly); not counted, the pod holds its last good sample until it turns stale")
+def said_of(url: str, ref: PodRef, claimed: PodIdentity, *, told: bool = False) -> str:
+    """What the log (`told` false) and the pod's runtime's /debug (`told`: the pod the exporter names said only
+    where it is of the runtime's namespace, `claimed_pod`) say of a pod whose series come from another pod's
+    exporter."""
+    return (f"Prometheus at {url} has series for pod {ref[0]}/{ref[1]} from an exporter that says it runs in "
+            f"{claimed_pod(claimed, ref[0] if told else None)} ({names.POD_INFO}): Prometheus's target for the pod "
+            "reaches another pod's exporter (the pod's IP given to another pod while its service discovery lags, or a "
+            "relabelling that names pods wrongly); not counted, the pod holds its last good sample until it turns "
+            "stale")
 
 
 class OtherPods:
@@ -139,7 +141,7 @@ class OtherPods:
             for pod in runtime.pods:
                 claimed = current.get((key.namespace, pod.name))
                 if claimed is not None:
-                    detail = said_of(self._url, (key.namespace, pod.name), claimed)
+                    detail = said_of(self._url, (key.namespace, pod.name), claimed, told=True)
                     problems.setdefault(key, {})[pod.name] = ongoing_problem(
                         before.get(pod.name), REASON_OTHER_POD, detail, now, pod.name)
         self._problems = problems

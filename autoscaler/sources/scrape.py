@@ -235,7 +235,7 @@ class ScrapeSource(SourceDefaults):
             try:
                 reading = await self._scrape(key, pod)
             except FetchError as error:
-                self._failed(key, pod, error.reason, str(error), now, time.monotonic() - started)
+                self._failed(key, pod, error.reason, str(error), now, time.monotonic() - started, error.told)
                 return key, self._fallback(key, pod)
             except asyncio.CancelledError:
                 self._failed(key, pod, names.REASON_TIMEOUT,
@@ -393,12 +393,14 @@ class ScrapeSource(SourceDefaults):
         failing[pod.name] = ongoing_problem(before, reason, detail, now, pod.name)
         return before
 
-    def _failed(self, key: RuntimeKey, pod: PodTarget, reason: str, detail: str, now: float, cost_s: float) -> None:
+    def _failed(self, key: RuntimeKey, pod: PodTarget, reason: str, detail: str, now: float, cost_s: float,
+                told: str | None = None) -> None:
         """Count and record a failed scrape that took `cost_s` (`ScrapeRetries`: only a slow one is backed off);
         said when its streak starts and when its reason changes (a lost pod's exporter refusing, then its IP
-        answering for another pod: `other_pod` is news of its own)."""
+        answering for another pod: `other_pod` is news of its own). `told`: what /debug says where it is not the
+        log's `detail` (`FetchError.told`)."""
         self.errors[reason] += 1
-        before = self._problem(key, pod, reason, detail, now)
+        before = self._problem(key, pod, reason, detail if told is None else told, now)
         started = self._retries.failed(_streak(key, pod), now, reason, cost_s) == 1
         if started or (before is not None and before.reason != reason):
             self._news.failed(f"{key}/{pod.name}", reason, detail)
@@ -426,7 +428,9 @@ class ScrapeSource(SourceDefaults):
         except FetchError as error:
             if "@" not in pod.url:
                 raise
-            raise FetchError(error.reason, str(error).replace(pod.url, without_password(pod.url))) from error
+            shown = without_password(pod.url)
+            raise FetchError(error.reason, str(error).replace(pod.url, shown),
+                             None if error.told is None else error.told.replace(pod.url, shown)) from error
 
     async def _read(self, key: RuntimeKey, pod: PodTarget, url: str) -> ExporterReading:
         requested_at = self._clock()
@@ -439,7 +443,8 @@ class ScrapeSource(SourceDefaults):
             raise FetchError(names.REASON_PARSE, f"{url}: {error}") from error
         if names_another_pod(reading.pod, key.namespace, pod):
             assert reading.pod is not None
-            raise FetchError(REASON_OTHER_POD, another_pod_said(url, reading.pod, key.namespace, pod))
+            raise FetchError(REASON_OTHER_POD, another_pod_said(url, reading.pod, key.namespace, pod),
+                             another_pod_said(url, reading.pod, key.namespace, pod, told=True))
         return reading
 
     def _forget_vanished(self, inventory: dict[RuntimeKey, RuntimeInventory],

@@ -114,11 +114,14 @@ _HTTP_HINTS: Final = {401: REFUSED_HINT, 403: REFUSED_HINT}
 
 
 class FetchError(Exception):
-    """One fetch failed; `reason` is the `source_errors_total` label."""
+    """One fetch failed; `reason` is the `source_errors_total` label, `str()` what the log says. `told`: what the
+    runtime's /debug and 503 say instead, where the log's words name what its readers may not read (another
+    namespace's pod an exporter claims: `answered_pod`); None: the same words."""
 
-    def __init__(self, reason: str, detail: str) -> None:
+    def __init__(self, reason: str, detail: str, told: str | None = None) -> None:
         super().__init__(detail)
         self.reason = reason
+        self.told = told
 
 
 def scrape_timeout(total_s: float, connect_s: float = CONNECT_TIMEOUT_S) -> aiohttp.ClientTimeout:

@@ -9,14 +9,21 @@ and its answers name nothing of team-b; team-b's own /debug, and the log, keep t
 With `--source prometheus`, Prometheus's own error is the same for every runtime, and Prometheus writes the series
 it is about into it: a 422 `found duplicate series for the match group {namespace="team-b", pod="..."} ...
 [{model_id="..."}]` was copied word for word into every runtime's /debug, so team-a's tenant read team-b's pod and
-model names there. A runtime is now told such an error with its label sets cut out; the log keeps it whole."""
+model names there. A runtime is now told such an error with its label sets cut out; the log keeps it whole.
+
+An IP goes to any namespace's next pod: the exporter that answers at a team-a pod's old address may be team-b's,
+and says which pod it runs in. Its answer is refused (`other_pod`), and its words were in team-a's /debug and 503
+(`answered for pod 'team-b/...'`), with either source. They now say the address answered for a pod of another
+namespace, naming it only when it is of the runtime's own; the log names it."""
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -33,12 +40,18 @@ from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
 from autoscaler.sources.base import MetricSource
-from autoscaler.sources.kube_pods import KubePodDiscovery
+from autoscaler.sources.kube_pods import DEFAULT_EXPORTER_PORT, KubePodDiscovery
 from autoscaler.sources.prometheus import PrometheusSource
 from autoscaler.sources.scrape import ScrapeSource
+from exporter import names
+from exporter.pod_identity import PodIdentity
 from tests.api.builders import Pki
 from tests.api.conftest import guarded_site
 from tests.fakes.kube import FakeKubeApi
+from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
+from tests.sources.test_prometheus_other_pod import pod_info
+from tests.sources.test_prometheus_source import AGE_S, exporter_series, signals
+from tests.sources.test_scrape_garbage import exposition
 from tests.support.waiting import eventually
 
 MINE = RuntimeKey("team-a", "modelmesh-serving-triton")
@@ -72,21 +85,28 @@ DUPLICATE_SERIES = {  # what Prometheus 2 answers a one-to-one match that finds 
              'be unique on one side'}
 
 
-@asynccontextmanager
-async def serving(kube: FakeKubeApi, pki: Pki, settings: ServeSettings,
-                  source_for: Callable[[KubePodDiscovery], MetricSource]) -> AsyncIterator[Tenants]:
-    """The adapter over the fake cluster with the source `source_for` makes of its discovery."""
+def runtimes(kube: FakeKubeApi) -> str:
+    """Each tenant's runtime of one pod in the fake cluster, each tenant's token allowed in its namespace; the name
+    of team-a's pod."""
     for token, (user, namespace) in TENANTS.items():
         kube.tokens[token] = (user, [])
         kube.allow(user=user, verb="get", namespace=namespace)
-    kube.add_modelmesh_runtime(MINE.namespace, MINE.deployment, replicas=1)
+    [pod] = kube.add_modelmesh_runtime(MINE.namespace, MINE.deployment, replicas=1)
     kube.add_modelmesh_runtime(THEIRS.namespace, THEIRS.deployment, replicas=1)
+    return pod
+
+
+@asynccontextmanager
+async def serving(kube: FakeKubeApi, pki: Pki, settings: ServeSettings,
+                  source_for: Callable[[KubePodDiscovery], MetricSource],
+                  exporter_port: int = DEFAULT_EXPORTER_PORT) -> AsyncIterator[Tenants]:
+    """The adapter over the fake cluster (`runtimes`) with the source `source_for` makes of its discovery."""
     configuration = Configuration()
     configuration.host = kube.url
     configuration.api_key = {"BearerToken": "Bearer test-token"}  # the kubeconfig's: the fake refuses none
     discovery = KubePodDiscovery(configuration, namespaces=[MINE.namespace, THEIRS.namespace],
                                  request_timeout_s=2.0, watch_timeout_s=1, resync_interval_s=0.2,
-                                 backoff_initial_s=0.02, backoff_max_s=0.1)
+                                 backoff_initial_s=0.02, backoff_max_s=0.1, exporter_port=exporter_port)
     source = source_for(discovery)
     metrics = AdapterMetrics()
     refresher = Refresher(source, PolicyBook(), metrics)
@@ -105,6 +125,7 @@ async def serving(kube: FakeKubeApi, pki: Pki, settings: ServeSettings,
 
 @pytest.fixture
 async def tenants(kube: FakeKubeApi, pki: Pki, settings_for: Callable[..., ServeSettings]) -> AsyncIterator[Tenants]:
+    runtimes(kube)
     async with serving(kube, pki, settings_for(), ScrapeSource) as served:
         yield served
 
@@ -121,6 +142,7 @@ async def prometheus_tenants(kube: FakeKubeApi, pki: Pki, settings_for: Callable
     app.router.add_route("*", "/{tail:.*}", refuse)
     prometheus = await aiohttp_server(app)
     url = f"http://127.0.0.1:{prometheus.port}"
+    runtimes(kube)
     async with serving(kube, pki, settings_for(), lambda discovery: PrometheusSource(discovery, url)) as served:
         yield served
 
@@ -171,3 +193,76 @@ async def test_a_tenants_debug_names_nothing_of_other_namespaces_from_prometheus
     assert status == 503, answer
     assert all(secret not in answer["message"] for secret in (THEIRS.namespace, SECRET_POD, SECRET_MODEL)), answer
     assert SECRET_MODEL in caplog.text  # the operator's log keeps Prometheus's words whole
+
+
+CLAIMED = {  # the pod the exporter at team-a's pod's address says it runs in, and whether team-a's /debug names it
+    "another namespace's": (PodIdentity(THEIRS.namespace, SECRET_POD, "their-uid"), False),
+    "one that gives no namespace": (PodIdentity(None, SECRET_POD, "their-uid"), False),
+    "its own namespace's": (PodIdentity(MINE.namespace, f"{MINE.deployment}-7c4d9f-newpod", "new-uid"), True),
+}
+
+
+async def told_of_another_pod(tenants: Tenants, claimed: PodIdentity, named: bool, log: str) -> None:
+    """team-a's tenant reads its runtime's `other_pod` problem (naming `claimed` only where `named`) and its 503
+    (which quotes the problem, cut short), neither naming team-b's pod; the adapter's `log` names `claimed`."""
+    status, mine = await tenants.get(debug(MINE), "alice-token")
+    assert status == 200, mine
+    [problem] = [p for p in mine["source"]["problems"] if p["reason"] == "other_pod"]
+    status, answer = await tenants.get(metric(MINE), "alice-token")
+    assert status == 503, answer
+    shown = f"'{claimed}'"
+    if named:
+        assert f"pod {shown}" in problem["detail"], problem
+    else:
+        assert "the adapter's log names it" in problem["detail"], problem
+        for secret in (THEIRS.namespace, SECRET_POD, "their-uid"):
+            assert secret not in json.dumps(mine) and secret not in answer["message"], (secret, mine, answer)
+    assert shown in log, log
+
+
+@pytest.mark.parametrize("case", sorted(CLAIMED))
+async def test_a_tenants_debug_names_the_pod_its_pods_address_answered_for_only_in_its_namespace(
+        kube: FakeKubeApi, pki: Pki, settings_for: Callable[..., ServeSettings], aiohttp_server: AiohttpServer,
+        caplog: pytest.LogCaptureFixture, case: str) -> None:
+    claimed, named = CLAIMED[case]
+
+    labels = ",".join(f'{label}="{value}"' for label, value in claimed.labels().items())
+
+    async def exporter(request: web.Request) -> web.Response:
+        return web.Response(text=exposition("40", 0.5) + f"{names.POD_INFO}{{{labels}}} 1\n")
+
+    app = web.Application()
+    app.router.add_get("/metrics", exporter)
+    server = await aiohttp_server(app)
+    assert server.port is not None
+    kube.set_pod_ip(MINE.namespace, runtimes(kube), "127.0.0.1")  # its IP now another pod's, whose exporter answers
+    async with serving(kube, pki, settings_for(), ScrapeSource, exporter_port=server.port) as tenants:
+        with caplog.at_level(logging.WARNING, logger="autoscaler.sources.scrape"):
+            await tenants.refresher.refresh_once()
+        await told_of_another_pod(tenants, claimed, named, caplog.text)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(CLAIMED))
+async def test_a_tenants_debug_names_the_pod_prometheus_s_target_reached_only_in_its_namespace(
+        kube: FakeKubeApi, pki: Pki, settings_for: Callable[..., ServeSettings], tmp_path: Path,
+        caplog: pytest.LogCaptureFixture, case: str) -> None:
+    """Prometheus's target for team-a's pod reached the exporter of the pod `claimed` (its `exported_namespace` and
+    `exported_pod`, as the shipped scrape config keeps the exporter's labels)."""
+    claimed, named = CLAIMED[case]
+    pod, at = runtimes(kube), time.time() - AGE_S
+    said = {f"exported_{label}": value for label, value in claimed.labels().items() if label != "uid"}
+    samples: list[Sample] = [*exporter_series(MINE.namespace, pod, at, signals(40.0, 0.01, 0.1, 0.5, 2),
+                                              last_success=at),
+                             pod_info(pod, at, said, {"namespace": MINE.namespace, "pod": pod})]
+    prometheus = PrometheusServer(tsdb_dir=create_blocks(openmetrics_text(samples), tmp_path / "tsdb"),
+                                  workdir=tmp_path)
+    await prometheus.start()
+    try:
+        async with serving(kube, pki, settings_for(),
+                           lambda discovery: PrometheusSource(discovery, prometheus.url)) as tenants:
+            with caplog.at_level(logging.WARNING, logger="autoscaler.sources.prometheus"):
+                await tenants.refresher.refresh_once()
+            await told_of_another_pod(tenants, PodIdentity(claimed.namespace, claimed.name), named, caplog.text)
+    finally:
+        await prometheus.close()

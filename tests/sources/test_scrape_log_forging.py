@@ -59,22 +59,23 @@ async def said_of_a_failed_scrape(url: str, caplog: pytest.LogCaptureFixture, re
     return said
 
 
-def naming(namespace: str) -> str:
-    """An exporter's answer that names another pod (another uid) in `namespace`, as the format escapes it."""
-    escaped = namespace.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-    return exposition("40", 0.5) + f'{names.POD_INFO}{{namespace="{escaped}",pod="p",uid="other"}} 1\n'
+def naming(pod: str) -> str:
+    """An exporter's answer that names another pod (another uid) `pod` of the scraped pod's namespace (which /debug
+    names too, as the log does), as the format escapes it."""
+    escaped = pod.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    return exposition("40", 0.5) + f'{names.POD_INFO}{{namespace="{KEY.namespace}",pod="{escaped}",uid="other"}} 1\n'
 
 
 async def test_a_line_break_in_the_pod_an_exporter_claims_stays_in_its_line(
         aiohttp_server: AiohttpServer, caplog: pytest.LogCaptureFixture) -> None:
     said = await said_of_a_refused_answer(aiohttp_server, naming(f"x\n{FORGED}"), caplog, "other_pod")
-    assert f"answered for pod 'x\\n{FORGED}/p (uid other)', not tenant-b/b-0 (uid mine)" in said, said
+    assert f"answered for pod 'tenant-b/x\\n{FORGED} (uid other)', not tenant-b/b-0 (uid mine)" in said, said
 
 
 async def test_a_huge_pod_an_exporter_claims_is_cut_short(
         aiohttp_server: AiohttpServer, caplog: pytest.LogCaptureFixture) -> None:
     said = await said_of_a_refused_answer(aiohttp_server, naming("n" * 500_000), caplog, "other_pod")
-    assert "answered for pod 'nnnn" in said and "...' (500,014 characters), not tenant-b/b-0" in said, said
+    assert "answered for pod 'tenant-b/nnnn" in said and "...' (500,021 characters), not tenant-b/b-0" in said, said
 
 
 async def test_what_the_library_could_not_read_stays_in_its_line_and_is_cut_short(
