@@ -35,6 +35,7 @@ from autoscaler.simulation.run_size import RunSize, fixed_why, short_of_cache, s
 from autoscaler.simulation.shapes import SHAPES
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
 from autoscaler.simulation.standard_input import argument_path, input_name
+from autoscaler.simulation.stuck_copies import crowded_note
 from autoscaler.simulation.stuck_copies import note as stuck_note
 from autoscaler.simulation.synthetic_size import (
     MAX_MODEL_HOURS,
@@ -376,6 +377,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                             trace.duration_s)
     if stuck := stuck_note([r.stuck_copies for r in results], trace.models, shape.pod_rps, shape.scaleup_rpm):
         warn(stuck)
+    if crowded := crowded_note([r.crowded_pods for r in results], trace.models, shape.pod_rps, shape.scaleup_rpm):
+        warn(crowded)
     rerun = Rerun(given_flags(args, _parser()), str(args.out), None if args.config is None else str(args.config),
                   None if args.hpa_behavior is None else str(args.hpa_behavior), args.min_replicas, maximum, policy,
                   behavior)

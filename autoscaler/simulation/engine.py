@@ -81,6 +81,10 @@ class PolicyResult:
     # Untimed, model -> (requests its copies took while over what a pod serves but under the threshold, the most one
     # such copy took a second): never copied (stuck_copies.py); empty timed
     stuck_copies: dict[int, tuple[float, float]] = field(default_factory=dict)
+    # Untimed, the pods whose copies together took more than a pod serves, each under it and the threshold, by their
+    # hottest two copies' models -> (requests, the most such a pod took a second, the least its hotter copy took):
+    # none copied (stuck_copies.py); empty timed
+    crowded_pods: dict[tuple[int, int], tuple[float, float, float]] = field(default_factory=dict)
 
     @property
     def delayed_ratio(self) -> float:
@@ -154,6 +158,7 @@ def simulate(buckets: Sequence[Bucket], bucket_s: float, tick_s: float, shape: C
         refused_requests=cluster.refused, unused_evictions=len(cluster.copies.evicted),
         load_waits=cluster.load_waits(len(buckets) * bucket_s),
         stuck_copies={} if cluster.stuck is None else {m: (r, s) for m, (r, s) in cluster.stuck.taken.items()},
+        crowded_pods={} if cluster.stuck is None else {p: (r, t, h) for p, (r, t, h) in cluster.stuck.crowded.items()},
     )
 
 

@@ -95,6 +95,8 @@ def policy_entry(result: PolicyResult, baseline: PolicyResult | None, unavoidabl
     }
     if stuck := round(sum(requests for requests, _ in result.stuck_copies.values())):  # untimed only
         entry["untimed_stuck_requests"] = stuck
+    if crowded := round(sum(requests for requests, _, _ in result.crowded_pods.values())):  # untimed only
+        entry["untimed_crowded_requests"] = crowded
     if baseline is not None and baseline is not result:
         base = counted(baseline)
         entry[f"vs_{BASELINE}"] = {
@@ -142,6 +144,8 @@ def bound_entry(bound: PolicyResult, baseline: PolicyResult | None, replicas: in
     }
     if stuck := round(sum(requests for requests, _ in bound.stuck_copies.values())):  # untimed only
         entry["untimed_stuck_requests"] = stuck
+    if crowded := round(sum(requests for requests, _, _ in bound.crowded_pods.values())):  # untimed only
+        entry["untimed_crowded_requests"] = crowded
     if baseline is not None:
         base = counted(baseline)
         verdict = judge(shown, base, 0)
@@ -410,10 +414,11 @@ def bound_text(report: Mapping[str, Any]) -> str:
                 f"needs to hold the models it uses (those used within target_lru_age_s, at {cluster['cache_models']} "
                 f"copies a pod), so ModelMesh refuses loads and evicts models still in use: raise --max-replicas "
                 f"to see what its copies leave.")
-    if bound.get("untimed_stuck_requests"):  # the copy never comes (stuck_copies.py)
-        return (text + f"untimed, ModelMesh never copies a model whose copies each take more than a pod serves but "
-                f"under {cluster.get('scaleup_rpm', 2000)} rpm (the warning names them), and the delays left wait "
-                f"for those pods and for cold loads: no replica policy removes them.")
+    if bound.get("untimed_stuck_requests") or bound.get("untimed_crowded_requests"):  # (stuck_copies.py)
+        return (text + f"untimed, ModelMesh never copies a model whose copies each take more than a pod serves, or "
+                f"together with another copy on their pod, but under {cluster.get('scaleup_rpm', 2000)} rpm (the "
+                f"warnings name them), and the delays left wait for those pods and for cold loads: no replica policy "
+                f"removes them.")
     return (text + "the delays left wait for ModelMesh to copy hot models (its rate check) and to load cold "
             "ones, not for pods, and no replica policy removes them.")
 
