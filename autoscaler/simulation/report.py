@@ -27,6 +27,7 @@ from autoscaler.simulation.goal import (
     judge,
 )
 from autoscaler.simulation.goal_ceiling import FIELD, goal_ceiling_note, goal_ceiling_text
+from autoscaler.simulation.pods import ClusterShape
 from autoscaler.simulation.policies import MEAN_TARGET_PERCENT
 from autoscaler.simulation.rerun import Rerun
 from autoscaler.simulation.run_size import BUSY
@@ -265,12 +266,23 @@ def trace_text(trace: Mapping[str, Any]) -> str:
             f"{trace['interval_s']:g} s intervals, {trace['requests']} requests")
 
 
+DEFAULT_SCALEUP_RPM: Final = ClusterShape().scaleup_rpm
+"""ModelMesh's scaleUpRpmThreshold unset: the Cluster line names --scaleup-rpm only where it differs."""
+
+
 def cluster_text(cluster: Mapping[str, Any]) -> str:
-    """The cluster's shape as report.md's first line and timeline.png's title give it."""
-    return (f"{cluster['pod_rps']:g} req/s per pod, {cluster['cache_models']} model copies per pod, load "
+    """The cluster's shape as report.md's first line and timeline.png's title give it; untimed (--queue-untimed),
+    with the flat threshold ModelMesh copies at (a timed run, an untimed one and one at --scaleup-rpm 1080 read the
+    same, though untimed delays far more)."""
+    text = (f"{cluster['pod_rps']:g} req/s per pod, {cluster['cache_models']} model copies per pod, load "
             f"{cluster['load_time_s']:g} s ({cluster.get('load_concurrency', 1)} at a time), start-up "
             f"{cluster['startup_delay_s']:g} s, replicas {cluster['min_replicas']}..{cluster['max_replicas']}, "
             f"queueing SLO {cluster['slo_queue_ms']:g} ms")
+    if cluster.get("queue_timed", True):
+        return text
+    rpm = cluster.get("scaleup_rpm", DEFAULT_SCALEUP_RPM)
+    flag = " (--scaleup-rpm)" if rpm != DEFAULT_SCALEUP_RPM else ""
+    return text + f", queue untimed (no perModelConcurrencyLimit): another copy only at {rpm} rpm a copy{flag}"
 
 
 def timeline_title(report: Mapping[str, Any]) -> str:
