@@ -23,6 +23,7 @@ from autoscaler.simulation.goal import (
     POD_HOURS,
     QUIET_RATIO,
     QUIET_SLACK,
+    delay_limit,
     goal_word,
     judge,
 )
@@ -404,15 +405,18 @@ def bound_text(report: Mapping[str, Any]) -> str:
     versus = bound.get(f"delayed_vs_{BASELINE}")
     if versus is None:
         return text
+    quiet = bool(bound.get("quiet_baseline"))
+    limit = f"{delay_limit(quiet):g}x" + (f" ({BASELINE} delaying under {QUIET_RATIO:.1%} of requests)"
+                                          if quiet else "")
     if bound["delay_goal_reachable"]:
-        text += f" That is {ratio_text(versus)} {BASELINE}'s delays: the goal's {DELAYED:g}x is within reach."
+        text += f" That is {ratio_text(versus)} {BASELINE}'s delays: the goal's {limit} is within reach."
         if bound.get("quiet_baseline"):  # (README, Simulator: one shift of load can decide a ratio of so few)
             text += (f" {BASELINE} delays under {QUIET_RATIO:.1%} of requests: a few minutes decide a ratio of "
                      f"delays there, and where ModelMesh's copies sit when the load shifts, not the replica count, "
                      f"can put it above 1x, so the goal asks only that a policy delay at most "
                      f"{QUIET_SLACK - 1:.0%} more.")
         return text
-    text += f" That is {ratio_text(versus)} {BASELINE}'s delays, above the goal's {DELAYED:g}x: "
+    text += f" That is {ratio_text(versus)} {BASELINE}'s delays, above the goal's {limit}: "
     cluster = report["cluster"]
     maximum, holding = cluster["max_replicas"], cluster.get("peak_pods", 0)
     # Short of pods for the requests, not of copies; where holding the models needs more still, that is said
