@@ -29,7 +29,7 @@ from autoscaler.simulation.hpa_manifest import behavior_from_manifest, hpa_of_sc
 from autoscaler.simulation.memory_room import ADVICE, LIMITS, SYNTHETIC_ADVICE
 from autoscaler.simulation.outputs import discard, write_together
 from autoscaler.simulation.progress_bar import ProgressBar
-from autoscaler.simulation.rate_check import RATE_CHECK_S, SCALEUP_RPM_RANGE
+from autoscaler.simulation.rate_check import DEFAULT_SCALEUP_RPM, RATE_CHECK_S, SCALEUP_RPM_RANGE
 from autoscaler.simulation.rerun import Rerun, given_flags
 from autoscaler.simulation.run_size import RunSize, fixed_why, short_of_cache, short_of_requests, sizing
 from autoscaler.simulation.shapes import SHAPES
@@ -155,7 +155,7 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                             "delay of 0, so the queue term never decides (requests still queue and count as "
                             "delayed), and ModelMesh, not latency-based, copies a model only when one copy takes "
                             "2000 rpm (--scaleup-rpm); default: the queue timed")
-    shape.add_argument("--scaleup-rpm", metavar="RPM", type=scaleup_rpm, default=2000,
+    shape.add_argument("--scaleup-rpm", metavar="RPM", type=scaleup_rpm, default=DEFAULT_SCALEUP_RPM,
                        help="with --queue-untimed, the requests per minute one copy takes before ModelMesh asks for "
                             "another: the runtime's MM_SCALEUP_RPM_THRESHOLD, or the kv-store's "
                             "scaleup_rpm_threshold, which overrides it at run time; it also marks copies heavy at 3/4 "
@@ -355,6 +355,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         warnings.append(message)
 
     policy = _policy_and_warnings(args, warn)
+    if not args.queue_untimed and args.scaleup_rpm != DEFAULT_SCALEUP_RPM:  # (ignored in silence, s58 review)
+        warn(f"--scaleup-rpm {args.scaleup_rpm} does nothing in this run: the queue is timed, where ModelMesh copies "
+             f"at 90% of a copy's measured bandwidth and the simulator ignores it; add --queue-untimed to replay a "
+             f"runtime not annotated perModelConcurrencyLimit, or leave --scaleup-rpm out")
     behavior, hpa_spec, bounds = _behavior(args.hpa_behavior)
     trace, source = _load_trace(args, say)
     for note in trace.notes:

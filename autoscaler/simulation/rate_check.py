@@ -64,6 +64,9 @@ FEW_REQUESTS = 8
 DEFAULT_RPS = 2000.0 / 60.0
 """`DEFAULT_SCALEUP_RPM` (l.240), per second: a young copy's threshold timed (untimed every copy's is
 `ClusterShape.scaleup_rpm`, `flat_threshold`)."""
+DEFAULT_SCALEUP_RPM = 2000
+"""`scaleUpRpmThreshold` unset (l.240): --scaleup-rpm's default, which report.md and a timed run's warning name only
+where it differs."""
 SCALEUP_RPM_RANGE = (10, 2**31 - 1)
 """The `scaleUpRpmThreshold` ModelMesh takes: at least 10 (under it the kv-store's value is refused, l.1048-1058),
 at most a Java int."""

@@ -28,8 +28,8 @@ from autoscaler.simulation.goal import (
     judge,
 )
 from autoscaler.simulation.goal_ceiling import FIELD, goal_ceiling_note, goal_ceiling_text
-from autoscaler.simulation.pods import ClusterShape
 from autoscaler.simulation.policies import MEAN_TARGET_PERCENT
+from autoscaler.simulation.rate_check import DEFAULT_SCALEUP_RPM
 from autoscaler.simulation.rerun import Rerun
 from autoscaler.simulation.run_size import BUSY
 from autoscaler.simulation.stuck_baseline import stuck_note, stuck_text
@@ -265,10 +265,6 @@ def trace_text(trace: Mapping[str, Any]) -> str:
     """The trace as report.md's first line and timeline.png's title give it."""
     return (f"{trace['source']}: {trace['models']} models, {hours_text(trace['hours'])} h in "
             f"{trace['interval_s']:g} s intervals, {trace['requests']} requests")
-
-
-DEFAULT_SCALEUP_RPM: Final = ClusterShape().scaleup_rpm
-"""ModelMesh's scaleUpRpmThreshold unset: the Cluster line names --scaleup-rpm only where it differs."""
 
 
 def cluster_text(cluster: Mapping[str, Any]) -> str:
