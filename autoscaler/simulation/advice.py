@@ -1,46 +1,61 @@
-"""What to change where skew-aware missed a part of the goal: the settings that move that part, in the report.
+"""What to change where skew-aware missed a part of the goal: the settings that move that part, measured on the trace.
 
-"missed: pod-hours, avoidable cold loads" named the goal but not what to change: a reviewer found only by hand
-that `target_lru_age_s: 3600` took skew-aware's cold loads to 0.02x mean-hpa's (at 1.84x its pod-hours). For each
-part skew-aware missed, the report now names the settings that move it, which way, what that costs, each with
-the command that runs the trace again with it changed (`rerun`). Only settings that a test of `simulate` shows
-moving that part that way on a small trace are named (tests/simulation/test_advice.py); `target_queue_delay_s`
-and the deletion costs' need weights moved nothing on those traces, so they are not. Where the report knows a
-part is out of reach of any replica policy (the bound, `goal_ceiling`), it says that instead.
-
-The values tried are the setting in effect times a factor (read from the run's policy, never a default
-written here), so that each suggestion is a step from where the user is.
+"missed: pod-hours, avoidable cold loads" named the goal but not what to change. A first answer listed, per part
+missed, the settings that moved it on the simulator's own small traces: on a user's trace the first of them often
+changed nothing or went the wrong way (on a prod-like day of 200 models, `scale_down_tau_s 600` delays 10,240 vs
+10,247, `target_gpu_busy 0.7` 11,142, only `--min-replicas 4`, listed last, 1,752). So each candidate (`LEVERS`:
+the value tried a step from the run's own, never a default written here) is now replayed on the user's trace,
+skew-aware alone with that one setting changed (same cluster, same bounds; mean-hpa's run is the baseline as it
+ran), and only those that moved the missed part by `MOVED` or more are advised, the most first, each with what it
+did to the other parts (the replay is `cli.run`'s; `--advice off` lists them unmeasured). Where the report knows a
+part is out of reach of any replica policy (the bound, `goal_ceiling`), it says that instead; where ModelMesh's
+untimed copies held requests on pods that cannot serve them (stuck_copies.py), the delay advice names that fix first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from autoscaler.simulation.figures import ratio_text
-from autoscaler.simulation.goal import DELAYED, LABELS, POD_HOURS
+from autoscaler.simulation.goal import LABELS, POD_HOURS, delay_limit
 from autoscaler.simulation.goal_ceiling import FIELD
-from autoscaler.simulation.hpa import DOWNSCALE_STABILIZATION_S
+from autoscaler.simulation.hpa import DOWNSCALE_STABILIZATION_S, SYNC_PERIOD_S
+from autoscaler.simulation.rate_check import SCALEUP_RPM_RANGE
 from autoscaler.simulation.rerun import Rerun
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
 
 POLICY: Final = "skew-aware"
 """The policy advised: the one whose settings `--config` and `--hpa-behavior` shape."""
 
-MIN_REPLICAS: Final = "--min-replicas"
+MIN_REPLICAS: Final = "min_replicas"
+"""skew-aware's own floor (the policy file's key): raised there, mean-hpa keeps the HPA's minReplicas. Advised as
+`--min-replicas`, the compare run raised mean-hpa's floor too and read 0.954x while skew-aware's delays fell 6x."""
 HPA_WINDOW: Final = "behavior.scaleDown.stabilizationWindowSeconds"
 RAISE, LOWER = "raise", "lower"
+
+MOVED: Final = 0.05
+"""The least share of the missed part's figure a setting must take off to be advised: `cache_full_ratio` moved a
+trace's cold loads by 0.4%, which is no advice."""
+
+FIELDS: Final = {"pod_hours": "pod_hours", "delayed": "delayed_requests",
+                  "avoidable_cold_loads": "avoidable_cold_loads"}
+"""Each part of the goal by the field of a policy's entry in report.json that counts it."""
+
+Measure = Callable[[Sequence[Mapping[str, Any]]], list[dict[str, Any]]]
+"""Replays skew-aware once per setting (each with `setting` and `try`), and returns each replay's policy entry
+as report.json writes it, judged against mean-hpa's run as it ran (`report.policy_entry`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Lever:
-    """A setting that moves one part of the goal, which way, and the part it costs."""
+    """A setting that may move one part of the goal, which way, and the part it costs."""
 
     part: str
     """The part it moves (a key of goal.LABELS), the way that meets it."""
     setting: str
-    """A policy key of `--config`'s `defaults:`, `--min-replicas`, or the HPA's scale-down window."""
+    """A policy key of `--config`'s `defaults:`, or the HPA's scale-down window."""
     direction: str
     step: Callable[[float], float]
     """The value to try, from the value in effect."""
@@ -50,8 +65,10 @@ class Lever:
     """What the setting does, in a few words, for report.json."""
 
 
-def _times(factor: float) -> Callable[[float], float]:
-    return lambda now: round(now * factor, 3)
+def _times(factor: float, low: float = 0.0) -> Callable[[float], float]:
+    """`factor` times the value in effect, never under `low`: halving again and again from a follow-up run's
+    advice went 75 -> 18.75 -> 4.7 s, under the HPA's 15 s sync."""
+    return lambda now: round(max(low, now * factor), 3)
 
 
 def _by(delta: float, low: float, high: float) -> Callable[[float], float]:
@@ -61,9 +78,9 @@ def _by(delta: float, low: float, high: float) -> Callable[[float], float]:
 LEVERS: Final = (
     Lever("avoidable_cold_loads", "target_lru_age_s", RAISE, _times(6), "pod_hours",
           "the models used within it are held: the cache term asks for the pods that hold them"),
-    Lever("avoidable_cold_loads", "cache_full_ratio", LOWER, _times(0.5), "pod_hours",
+    Lever("avoidable_cold_loads", "cache_full_ratio", LOWER, _times(0.5, 0.1), "pod_hours",
           "the cache term asks for pods while the caches are this full, before they evict"),
-    Lever("pod_hours", "scale_down_tau_s", LOWER, _times(0.25), "delayed",
+    Lever("pod_hours", "scale_down_tau_s", LOWER, _times(0.25, SYNC_PERIOD_S), "delayed",
           "the served replicas fall faster after a peak"),
     Lever("pod_hours", "target_gpu_busy", RAISE, _by(0.1, 0.05, 0.95), "delayed",
           "each pod runs busier, so fewer pods carry the load"),
@@ -73,12 +90,12 @@ LEVERS: Final = (
           "the served replicas fall slower, so pods are there when the load comes back"),
     Lever("delayed", "target_gpu_busy", LOWER, _by(-0.1, 0.05, 0.95), "pod_hours",
           "each pod keeps more headroom for bursts"),
-    Lever("delayed", "queue_drain_s", LOWER, _times(0.25), "pod_hours",
+    Lever("delayed", "queue_drain_s", LOWER, _times(0.25, SYNC_PERIOD_S), "pod_hours",
           "queued work asks for more pods, to drain sooner"),
     Lever("delayed", MIN_REPLICAS, RAISE, _times(2), "pod_hours",
           "more pods in the quiet hours, ready for the first burst"),
 )
-"""Each backed by a test of `simulate` that moves its part (and its cost) the way named."""
+"""The candidates, each tried on the user's trace before it is advised (`advice`)."""
 
 
 def _now(lever: Lever, rerun: Rerun, report: Mapping[str, Any]) -> float | None:
@@ -104,14 +121,11 @@ def _setting(lever: Lever, rerun: Rerun, report: Mapping[str, Any]) -> dict[str,
     if now is None:
         return None
     tried = lever.step(now)
-    if tried == now:
-        return None
     if lever.setting == MIN_REPLICAS:
         tried = float(min(int(tried), rerun.max_replicas))
-        if tried <= now:
-            return None
-    where = ("--hpa-behavior" if lever.setting == HPA_WINDOW else "flag" if lever.setting == MIN_REPLICAS
-             else "--config defaults:")
+    if tried == now or (lever.direction == RAISE) != (tried > now):
+        return None
+    where = "--hpa-behavior" if lever.setting == HPA_WINDOW else "--config defaults:"
     key = "hpa_behavior" if lever.setting == HPA_WINDOW else lever.setting
     return {"setting": lever.setting, "in": where, "direction": lever.direction, "now": _number(now),
             "try": _number(tried), "costs": lever.costs, "why": lever.why, "command": rerun.command(key, tried)}
@@ -121,9 +135,12 @@ def _number(value: float) -> float | int:
     return int(value) if value == int(value) else value
 
 
-def advice(report: Mapping[str, Any], rerun: Rerun | None) -> list[dict[str, Any]]:
-    """report.json's `advice`: for each part of the goal skew-aware missed, the settings that move it
-    (`settings`), or why none does (`instead`); empty where it met the goal, or was not judged."""
+def advice(report: Mapping[str, Any], rerun: Rerun | None, measure: Measure | None = None) -> list[dict[str, Any]]:
+    """report.json's `advice`: for each part of the goal skew-aware missed, the settings that moved it on this
+    trace, the most first (`settings`, each with what it `measured`), those tried that did not (`not_moved`), or
+    why none can (`instead`), and where ModelMesh's untimed copies delayed requests, that fix (`first`); empty
+    where it met the goal, or was not judged. Without `measure` (`--advice off`) the candidates are listed as
+    they are, unmeasured."""
     goal = report["policies"].get(POLICY, {}).get("goal")
     if goal is None or rerun is None:
         return []
@@ -134,8 +151,55 @@ def advice(report: Mapping[str, Any], rerun: Rerun | None) -> list[dict[str, Any
         instead = _out_of_reach(report, part)
         settings = [] if instead else [s for lever in LEVERS if lever.part == part
                                        if (s := _setting(lever, rerun, report)) is not None]
-        entries.append({"part": part, "settings": settings, "instead": instead})
+        first = _stuck_fix(report, rerun) if part == "delayed" else None
+        entries.append({"part": part, "settings": settings, "not_moved": [], "instead": instead,
+                        "measured": measure is not None and bool(settings), "first": first})
+    tried = [s for entry in entries for s in entry["settings"]]
+    if measure is None or not tried:
+        return entries
+    replays = iter(measure(tried))
+    base = report["policies"][POLICY]
+    for entry in entries:
+        outcomes = [(s, _measured(base, next(replays), entry["part"])) for s in entry["settings"]]
+        for setting, measured in outcomes:
+            setting["measured"] = measured
+        moved = sorted((s for s, m in outcomes if m["moved"]), key=lambda s: s["measured"]["after"])
+        entry["settings"], entry["not_moved"] = moved, [s for s, m in outcomes if not m["moved"]]
     return entries
+
+
+def _measured(base: Mapping[str, Any], after: Mapping[str, Any], part: str) -> dict[str, Any]:
+    """What a replay with one setting changed did: the missed part's figure and goal ratio before and after,
+    whether it `moved` (down by MOVED or more), and every other part's and the scale events, before and after,
+    with whether a part met before is now missed."""
+    def part_of(entry: Mapping[str, Any], key: str) -> dict[str, Any]:
+        return {"figure": entry[FIELDS[key]], "ratio": entry["goal"][key], "met": entry["goal"]["parts"][key]["met"]}
+
+    before, now = part_of(base, part)["figure"], part_of(after, part)["figure"]
+    return {"before": before, "after": now, "moved": now <= before * (1.0 - MOVED) and now < before,
+            "parts": {key: {"before": part_of(base, key), "after": part_of(after, key)} for key in LABELS},
+            "scale_events": {"before": base["scale_events"], "after": after["scale_events"]}}
+
+
+def _stuck_fix(report: Mapping[str, Any], rerun: Rerun) -> dict[str, Any] | None:
+    """Where some policy's copies were stuck untimed (the report's --queue-untimed warning, stuck_copies.py), the
+    fix that is ModelMesh's, not a replica policy's: the annotation (replayed timed) or a lower threshold."""
+    cluster = report["cluster"]
+    policies = report["policies"].values()
+    stuck = any(p.get("untimed_stuck_requests") for p in policies)
+    crowded = any(p.get("untimed_crowded_requests") for p in policies)
+    if cluster.get("queue_timed", True) or not (stuck or crowded):
+        return None
+    low, high = SCALEUP_RPM_RANGE
+    rpm = int(cluster["pod_rps"] * 60)
+    threshold = (f", or set MM_SCALEUP_RPM_THRESHOLD to {rpm} rpm, what a pod serves (replay: --scaleup-rpm "
+                 f"{rpm})" if stuck and low <= rpm <= high and rpm < cluster["scaleup_rpm"] else "")
+    if crowded:  # copies each under what a pod serves, together over it: only a lower threshold still copies them
+        threshold += ", or MM_SCALEUP_RPM_THRESHOLD at the rate the crowded pods' warning names (--scaleup-rpm)"
+    return {"text": f"first, ModelMesh's untimed copies held requests on pods that could not serve them (the "
+                    f"--queue-untimed warning): annotate the ServingRuntime perModelConcurrencyLimit so that "
+                    f"ModelMesh times the queue (replayed timed by the command below, both policies){threshold}",
+            "command": rerun.cluster_command("timed", drop=("--queue-untimed", "--scaleup-rpm"))}
 
 
 def _out_of_reach(report: Mapping[str, Any], part: str) -> str | None:
@@ -144,7 +208,8 @@ def _out_of_reach(report: Mapping[str, Any], part: str) -> str | None:
     bound = report.get("bound")
     if part == "delayed" and bound is not None and bound.get("delay_goal_reachable") is False:
         return (f"out of reach of any replica policy: fixed-max, every pod maxReplicas allows all day, delays "
-                f"{ratio_text(bound['delayed_vs_mean-hpa'])} mean-hpa's, above the goal's {DELAYED:g}x "
+                f"{ratio_text(bound['delayed_vs_mean-hpa'])} mean-hpa's, above the goal's "
+                f"{delay_limit(bool(bound.get('quiet_baseline'))):g}x "
                 f"(the Bound line says what is left)")
     note = report.get(FIELD)
     if part == "pod_hours" and note is not None:
@@ -154,26 +219,78 @@ def _out_of_reach(report: Mapping[str, Any], part: str) -> str | None:
     return None
 
 
+SHORT: Final = {"pod_hours": "pod-hours", "delayed": "delays", "avoidable_cold_loads": "avoidable cold loads"}
+
+
 def advice_text(report: Mapping[str, Any]) -> str | None:
-    """The advice in words, printed under the goal's verdict and in report.md: a line per part missed, naming
-    each setting with its value now and the value to try, and the command that compares the first."""
+    """The advice in words, printed under the goal's verdict and in report.md: per part missed, each setting that
+    moved it on this trace with what it did, the most first, those that did not, and the command that compares
+    the best."""
     entries = report.get("advice")
     if not entries:
         return None
-    lines = [f"What to change ({POLICY}; keys go under `defaults:` in the --config file. Each moved its part the way "
-             f"named, at the cost named, in the simulator's tests: compare to see what it does on this trace):"]
+    measured = any(entry.get("measured") for entry in entries)
+    listed = any(entry["settings"] for entry in entries)  # unmeasured: --advice off
+    lines = [f"What to change ({POLICY}; keys go under `defaults:` in the --config file"
+             + (f"; each replayed on this trace, {POLICY} alone with the setting, against mean-hpa's run as it was):"
+                if measured else "; not measured on this trace (--advice off): each moved its part in the "
+                "simulator's tests; compare to see what it does here):" if listed else "):")]
     for entry in entries:
         label = LABELS[entry["part"]]
+        first = entry.get("first")
+        if first:
+            lines += [f"- {label}: {first['text']}", f"  compare: {first['command']}"]
+            label = f"  then, {label}"
+        else:
+            label = f"- {label}"
         if entry["instead"]:
-            lines.append(f"- {label}: {entry['instead']}")
+            lines.append(f"{label}: {entry['instead']}")
             continue
+        if not entry["settings"] and not entry.get("not_moved"):
+            lines.append(f"{label}: no setting of {POLICY} to try here")
+            continue
+        if not entry.get("measured"):
+            named = "; ".join(f"{_step(s)} (costs {LABELS[s['costs']]})" for s in entry["settings"])
+            lines += [f"{label}: {named}", f"  compare: {entry['settings'][0]['command']}"]
+            continue
+        tried = "; ".join(f"{_step(s)} ({_figure(s['measured']['before'])} -> {_figure(s['measured']['after'])})"
+                          for s in entry["not_moved"])
         if not entry["settings"]:
-            lines.append(f"- {label}: no setting of {POLICY} moves it here")
+            lines.append(f"{label}: none of the settings tried moved it by {MOVED:.0%} or more on this trace: "
+                         f"{tried}")
             continue
-        named = "; ".join(f"{s['direction']} {_named(s)} {s['now']:g} -> {s['try']:g} (costs {LABELS[s['costs']]})"
-                          for s in entry["settings"])
-        lines += [f"- {label}: {named}", f"  compare: {entry['settings'][0]['command']}"]
+        lines.append(f"{label}:")
+        lines += [f"  {_step(s)}: {_effect(entry['part'], s['measured'])}" for s in entry["settings"]]
+        if tried:
+            lines.append(f"  did not move it by {MOVED:.0%}: {tried}")
+        lines.append(f"  compare (mean-hpa as it ran): {entry['settings'][0]['command']}")
     return "\n".join(lines)
+
+
+def _step(setting: Mapping[str, Any]) -> str:
+    return f"{setting['direction']} {_named(setting)} {setting['now']:g} -> {setting['try']:g}"
+
+
+def _figure(value: float) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
+
+
+def _effect(part: str, measured: Mapping[str, Any]) -> str:
+    """"delays 10,247 -> 1,752 (0.368x -> 0.063x mean-hpa's, met); costs pod-hours 86.6 -> 101.2 (1.05x ->
+    1.22x, now missed), scale events 40 -> 38": the part moved, then the other parts and the scale events."""
+    parts = measured["parts"]
+
+    def moved(key: str) -> str:
+        before, after = parts[key]["before"], parts[key]["after"]
+        verdict = ("met" if after["met"] else "now missed" if before["met"] else "missed") if key == part else (
+            "now missed" if before["met"] and not after["met"] else "met" if after["met"] else "missed")
+        ratios = ("" if before["ratio"] is None and after["ratio"] is None else  # mean-hpa had none
+                  f"{ratio_text(before['ratio'])} -> {ratio_text(after['ratio'])} mean-hpa's, ")
+        return f"{SHORT[key]} {_figure(before['figure'])} -> {_figure(after['figure'])} ({ratios}{verdict})"
+
+    events = measured["scale_events"]
+    others = [moved(key) for key in LABELS if key != part]
+    return (f"{moved(part)}; then {', '.join(others)}, scale events {events['before']:,} -> {events['after']:,}")
 
 
 def _named(setting: Mapping[str, Any]) -> str:

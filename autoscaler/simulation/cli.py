@@ -9,7 +9,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -49,12 +49,16 @@ from exporter.flag_values import count, positive, seconds, seconds_or_off, whole
 if TYPE_CHECKING:
     from autoscaler.simulation.cluster import ClusterShape
     from autoscaler.simulation.engine import Oracle, PolicyResult
+    from autoscaler.simulation.policies import SkewAwarePolicy
     from autoscaler.simulation.report import RunInfo
     from autoscaler.simulation.trace import Buckets, Trace
 
 ERROR: Final = f"{PROG} simulate: error: "
 """How a run's error starts: as argparse starts the errors of the flags (`autoscaler.cli`), so that every error of
 `simulate` reads the same (its own ones said `simulate: ...`)."""
+
+ADVICE_CHOICES: Final = ("measure", "off")
+"""--advice: replay each setting the report may advise (`advice.advice`), or list them unmeasured."""
 
 POLICY_NAMES: Final = ("fixed", "fixed-max", "mean-hpa", "skew-aware")
 """`fixed-max` (maxReplicas all day) is the bound: the fewest delays any replica policy gets."""
@@ -171,6 +175,11 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                        help="simulation step in seconds (default 5)")
     shape.add_argument("--slo-queue-ms", metavar="MS", type=positive, default=100.0,
                        help="a request waiting longer than this in a queue is delayed (default 100)")
+    parser.add_argument("--advice", type=_lower, choices=ADVICE_CHOICES, default="measure",
+                        help="where skew-aware missed a part of the goal, the settings that may move it are each "
+                             "replayed on this trace, skew-aware alone against mean-hpa's run (at most nine more "
+                             "replays of skew-aware, none for a part out of reach), and only those that moved it are "
+                             "advised, with what they did; off: list them unmeasured (default measure)")
     parser.add_argument("--no-plot", action=Switch, default=False, help="skip timeline.png (--plot: draw it)")
     parser.add_argument("--quiet", action=Switch, default=False, help="no progress bar")
 
@@ -335,8 +344,9 @@ def _write(out: Path, report: dict[str, Any], plot: Callable[[Path], None] | Non
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Do the whole run and write the files; returns the report."""
     # numpy and matplotlib come with the `simulate` extra; the adapter's own commands never import them.
+    from autoscaler.simulation.advice import HPA_WINDOW
     from autoscaler.simulation.cluster import ClusterShape
-    from autoscaler.simulation.engine import oracle
+    from autoscaler.simulation.engine import oracle, simulate
     from autoscaler.simulation.report import build_report, plot_timeline, timeline_title
     from autoscaler.simulation.trace import buckets
 
@@ -383,10 +393,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         warn(stuck)
     if crowded := crowded_note([r.crowded_pods for r in results], trace.models, shape.pod_rps, shape.scaleup_rpm):
         warn(crowded)
-    rerun = Rerun(given_flags(args, _parser()), str(args.out), None if args.config is None else str(args.config),
-                  None if args.hpa_behavior is None else str(args.hpa_behavior), args.min_replicas, maximum, policy,
-                  behavior)
-    report = build_report(_run_info(args, trace, source, shape, best, fixed, maximum, warnings, rerun), results)
+    rerun = Rerun(given_flags(args, _parser()), str(args.out.absolute()),
+                  None if args.config is None else str(args.config.absolute()),
+                  None if args.hpa_behavior is None else str(args.hpa_behavior.absolute()), args.min_replicas, maximum,
+                  policy, behavior)
+
+    def replay(setting: Mapping[str, Any], label: str) -> PolicyResult:
+        """skew-aware alone, with the advised `setting` changed: the same cluster, bounds and start."""
+        changed, hpa = policy, behavior
+        if setting["setting"] == HPA_WINDOW:
+            hpa = SHIPPED_BEHAVIOR
+        else:
+            value = int(setting["try"]) if setting["setting"] == "min_replicas" else setting["try"]
+            changed = replace(policy, **{setting["setting"]: value})
+        sim_policy, initial = _skew_aware(changed, hpa, args.min_replicas, maximum, start)
+        return simulate(arrivals, bucket_s, args.tick, shape, sim_policy, initial,
+                        None if args.quiet else ProgressBar(label), trace.duration_s)
+
+    measure = None if args.advice == "off" or "mean-hpa" not in args.policies else replay
+    report = build_report(_run_info(args, trace, source, shape, best, fixed, maximum, warnings, rerun), results,
+                          measure)
     rates = trace.rate_per_interval()
     _write(args.out, report, None if args.no_plot else lambda path: plot_timeline(
         path, trace.interval_s, rates.tolist(), results, timeline_title(report)))
@@ -452,19 +478,14 @@ def _simulate_all(args: argparse.Namespace, policy: RuntimePolicy, behavior: Beh
     """Replay the trace under each policy of --policies, in its order, each from its starting replicas
     (`sized`: `sizing`'s fixed replicas, maxReplicas and the autoscaled policies' start)."""
     from autoscaler.simulation.engine import simulate
-    from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy, max_bound
+    from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, max_bound
 
     fixed, maximum, start = sized
-    # The adapter takes bounds it is not given from the HPA (docs/design.md); here the HPA is the simulated one.
-    ours = replace(policy, min_replicas=max(policy.min_replicas or 1, args.min_replicas),
-                   max_replicas=policy.max_replicas or maximum)
-    skew_aware = SkewAwarePolicy(ours, args.min_replicas, maximum, behavior)
-    low, high = skew_aware.bounds  # the policy file's bounds too: it starts within what it can run
     makers: dict[str, tuple[SimPolicy, int]] = {
         "fixed": (FixedPolicy(fixed, why=fixed_why(fixed, shape.cache_models, best.peak_models)), fixed),
         "fixed-max": (max_bound(maximum), maximum),
         "mean-hpa": (MeanHpaPolicy(args.min_replicas, maximum), start),
-        "skew-aware": (skew_aware, min(high, max(low, start))),
+        "skew-aware": _skew_aware(policy, behavior, args.min_replicas, maximum, start),
     }
     results: list[PolicyResult] = []
     for name in args.policies:
@@ -475,6 +496,19 @@ def _simulate_all(args: argparse.Namespace, policy: RuntimePolicy, behavior: Beh
         result.wall_s = time.perf_counter() - started
         results.append(result)
     return results
+
+
+def _skew_aware(policy: RuntimePolicy, behavior: Behavior | None, min_replicas: int, maximum: int,
+                start: int) -> tuple[SkewAwarePolicy, int]:
+    """skew-aware under `policy` and the HPA's `behavior` and bounds, and the replicas it starts from."""
+    from autoscaler.simulation.policies import SkewAwarePolicy
+
+    # The adapter takes bounds it is not given from the HPA (docs/design.md); here the HPA is the simulated one.
+    ours = replace(policy, min_replicas=max(policy.min_replicas or 1, min_replicas),
+                   max_replicas=policy.max_replicas or maximum)
+    skew_aware = SkewAwarePolicy(ours, min_replicas, maximum, behavior)
+    low, high = skew_aware.bounds  # the policy file's bounds too: it starts within what it can run
+    return skew_aware, min(high, max(low, start))
 
 
 def _parser() -> argparse.ArgumentParser:

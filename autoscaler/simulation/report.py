@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -171,7 +171,10 @@ class RunInfo:
     """This run's command and policy, which the advice's commands change one setting of (None: no advice)."""
 
 
-def build_report(info: RunInfo, results: Sequence[PolicyResult]) -> dict[str, Any]:
+def build_report(info: RunInfo, results: Sequence[PolicyResult],
+                 replay: Callable[[Mapping[str, Any], str], PolicyResult] | None = None) -> dict[str, Any]:
+    """The report of `results`; `replay` (skew-aware replayed with one setting changed, under a progress bar's
+    label) measures the advice on the trace (None: listed unmeasured)."""
     baseline = next((r for r in results if r.name == BASELINE), None)
     bound = next((r for r in results if r.name == BOUND), None)
     report: dict[str, Any] = {
@@ -192,7 +195,14 @@ def build_report(info: RunInfo, results: Sequence[PolicyResult]) -> dict[str, An
         report["bound"] = bound_entry(bound, baseline, int(info.cluster["max_replicas"]))
     if (ceiling := goal_ceiling_note(report, BASELINE)) is not None:  # only where it is so, as stuck_below_target
         report[FIELD] = ceiling
-    report["advice"] = advice(report, info.rerun)  # always, as `warnings`: [] where skew-aware met the goal
+    def measure(settings: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        assert replay is not None and baseline is not None
+        return [policy_entry(replay(setting, f"advice {i}/{len(settings)}"), baseline, info.oracle.first_loads)
+                for i, setting in enumerate(settings, 1)]
+
+    measured = replay is not None and baseline is not None
+    # always, as `warnings`: [] where skew-aware met the goal
+    report["advice"] = advice(report, info.rerun, measure if measured else None)
     report["warnings"] = list(info.warnings)  # always: `jq .warnings` on a run without any read null
     return report
 

@@ -5,22 +5,30 @@ again; one slip (maxReplicas, which `simulate` sizes from `target_lru_age_s` its
 the two reports compare two different clusters. So the advice carries the whole command: the flags this run was
 given, `--min-replicas` and `--max-replicas` at this run's values (the bounds held where the setting would move
 them), `--policies mean-hpa,skew-aware` (the goal's verdict without the bound's run), and where the setting is a
-policy key, a `printf` that writes the policy file: this run's `defaults:` with that key changed.
-"""
+policy key, a `printf` that writes the policy file: this run's `defaults:` with that key changed, named as the
+run's --out (one command's file never overwrites another's). Every path is absolute (a relative `--trace` failed
+where the command was pasted in another folder). Every setting advised is skew-aware's alone, so that the compare
+run's mean-hpa is this run's (`--min-replicas`, advised, raised mean-hpa's floor too, and its ratio read 0.954x
+where skew-aware's delays fell 6x): skew-aware's floor is the policy file's `min_replicas`."""
 
 from __future__ import annotations
 
 import argparse
 import shlex
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Final
 
 from autoscaler.cli import PROG
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.simulation.hpa import Behavior
+from autoscaler.simulation.standard_input import STDIN
 
 COMPARED: Final = "mean-hpa,skew-aware"
 """The policies a comparison runs: skew-aware, and mean-hpa, which its goal is judged against."""
+
+PATHS: Final = frozenset({"trace"})
+"""The flags of `given_flags` that name a file, written absolute."""
 
 SET_HERE: Final = frozenset({"out", "config", "policies", "min_replicas", "max_replicas", "hpa_behavior"})
 """The flags a comparison sets itself (`Rerun.command`); every other flag is passed on as this run had it."""
@@ -44,26 +52,44 @@ class Rerun:
     """The HPA behavior skew-aware ran (`--hpa-behavior`'s, else the shipped one)."""
 
     def command(self, key: str, value: float) -> str:
-        """The command that runs this trace again with the policy key `key` at `value` (or `--min-replicas`,
-        or `hpa_behavior` for the shipped HPA behavior): a shell line, `printf` writing the policy file first."""
+        """The command that runs this trace again with the policy key `key` at `value` (or `hpa_behavior` for the
+        shipped HPA behavior): a shell line, `printf` writing the policy file first, beside the --out it names."""
         name = f"{key.strip('-')}-{_shown(value)}"
         out = f"{self.out}-{name}"
-        config, min_replicas, behavior = self.config, self.min_replicas, self.hpa_behavior
+        config, behavior = self.config, self.hpa_behavior
         first = ""
-        if key == "--min-replicas":
-            min_replicas = int(value)
-        elif key == "hpa_behavior":
+        if key == "hpa_behavior":
             behavior, out = None, f"{self.out}-shipped-hpa-behavior"
         else:
-            config = f"{name}.yaml"
+            config = f"{out}.yaml"
             first = f"printf {shlex.quote(policy_yaml(self.policy, key, value))} > {shlex.quote(config)} && "
-        words = [PROG, "simulate", *self.given, "--out", out, "--policies", COMPARED,
-                 "--min-replicas", str(min_replicas), "--max-replicas", str(self.max_replicas)]
+        return first + shlex.join(self._words(self.given, out, config, behavior))
+
+    def cluster_command(self, name: str, drop: tuple[str, ...]) -> str:
+        """The command that runs this trace again without the flags `drop` (and their values): a change to the
+        cluster both policies run on, named `name` in its --out."""
+        given: list[str] = []
+        words = iter(self.given)
+        for word in words:
+            if word in drop:
+                if word not in SWITCHES:
+                    next(words, None)
+                continue
+            given.append(word)
+        return shlex.join(self._words(tuple(given), f"{self.out}-{name}", self.config, self.hpa_behavior))
+
+    def _words(self, given: tuple[str, ...], out: str, config: str | None, behavior: str | None) -> list[str]:
+        words = [PROG, "simulate", *given, "--out", out, "--policies", COMPARED,
+                 "--min-replicas", str(self.min_replicas), "--max-replicas", str(self.max_replicas)]
         if config is not None:
             words += ["--config", config]
         if behavior is not None:
             words += ["--hpa-behavior", behavior]
-        return first + shlex.join(words)
+        return words
+
+
+SWITCHES: Final = frozenset({"--queue-untimed"})
+"""The flags `cluster_command` drops that take no value."""
 
 
 def policy_yaml(policy: RuntimePolicy, key: str, value: float) -> str:
@@ -98,6 +124,8 @@ def given_flags(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tu
         value = getattr(args, action.dest, None)
         if value is None or value == action.default:
             continue
+        if action.dest in PATHS and str(value) != STDIN:  # pasted in another folder, the path still names it
+            value = Path(value).absolute()
         if isinstance(value, bool):
             words.append(action.option_strings[0 if value else 1])
         elif isinstance(value, tuple):

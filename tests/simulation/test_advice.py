@@ -1,9 +1,11 @@
-"""The report's advice, followed as a user follows it: each setting it names for a part skew-aware missed, run
-by the command it prints (pasted into a shell), moves that part the way it says, at the cost it names.
+"""The report's advice, followed as a user follows it: each setting it names for a part skew-aware missed moved
+that part on the user's own trace, the most first, and the command it prints (pasted into a shell, from any folder)
+runs skew-aware with it to the very figures the report measured, beside mean-hpa's run as it was.
 
-A report read "missed: pod-hours, avoidable cold loads" and never what to change: a reviewer found only by hand
-that `target_lru_age_s: 3600` took skew-aware's cold loads to 0.02x mean-hpa's. Each trace here is small (a
-synthetic one written as the CSV a user gives `--trace`), chosen so that skew-aware misses the part advised.
+A report read "missed: pod-hours, avoidable cold loads" and never what to change; then it listed settings that had
+moved their part on the simulator's own traces, and on a reviewer's day of 200 models the first three changed
+nothing or went the wrong way. Each trace here is small (a synthetic one written as the CSV a user gives
+`--trace`), chosen so that skew-aware misses the part advised.
 """
 
 from __future__ import annotations
@@ -41,38 +43,42 @@ behavior:
 class Run:
     """One trace, its first run (as a user's: a trace file, maybe a policy file) and the report it wrote."""
 
-    def __init__(self, folder: Path, trace: dict[str, Any], *flags: str, config: str | None = None) -> None:
+    def __init__(self, folder: Path, trace: dict[str, Any], *flags: str, config: str | None = None,
+                 relative: bool = False) -> None:
         self.folder = folder
         csv = folder / "their.csv"
         write_csv(synthetic(**trace), csv)
         given = list(flags)
+        at = (lambda name: name) if relative else (lambda name: str(folder / name))
         if config is not None:
             (folder / "policy.yaml").write_text(config)
-            given += ["--config", str(folder / "policy.yaml")]
+            given += ["--config", at("policy.yaml")]
         if "--hpa-behavior" in given:
             (folder / "hpa.yaml").write_text(K8S_DEFAULT_BEHAVIOR)
-            given[given.index("--hpa-behavior") + 1] = str(folder / "hpa.yaml")
-        result = subprocess.run([*SIMULATE, "--trace", str(csv), "--out", str(folder / "out"), "--no-plot", "--quiet",
+            given[given.index("--hpa-behavior") + 1] = at("hpa.yaml")
+        # with its progress bars on stderr (not a terminal: each finished bar only), as a user's log has them
+        result = subprocess.run([*SIMULATE, "--trace", at("their.csv"), "--out", at("out"), "--no-plot",
                                  "--policies", "fixed-max,mean-hpa,skew-aware", *given],
                                 capture_output=True, text=True, timeout=300, cwd=folder)
         assert result.returncode == 0, result.stderr
-        self.stdout = result.stdout
+        self.stdout, self.stderr_progress = result.stdout, result.stderr
         self.report: dict[str, Any] = json.loads((folder / "out" / "report.json").read_text())
         self.markdown = (folder / "out" / "report.md").read_text()
 
     def advised(self, part: str, setting: str) -> dict[str, Any]:
         """The advice for `setting` under `part`, which the report must give."""
         [entry] = [e for e in self.report["advice"] if e["part"] == part]
-        named: list[dict[str, Any]] = [s for s in entry["settings"] if s["setting"] == setting]
+        named: list[dict[str, Any]] = [s for s in entry["settings"] + entry.get("not_moved", [])
+                                       if s["setting"] == setting]
         assert len(named) == 1, entry
         return named[0]
 
-    def follow(self, command: str) -> dict[str, Any]:
-        """`command` pasted into a shell in the folder the first run was started in (the venv's commands on its
-        PATH, as an activated venv has them): the report it wrote."""
+    def follow(self, command: str, cwd: Path | None = None) -> dict[str, Any]:
+        """`command` pasted into a shell in the folder the first run was started in, or `cwd` (the venv's commands
+        on its PATH, as an activated venv has them): the report it wrote."""
         env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
         result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=300,
-                                cwd=self.folder, env=env)
+                                cwd=cwd or self.folder, env=env)
         assert result.returncode == 0, result.stderr
         words = shlex.split(command.split(" && ")[-1])
         loaded: dict[str, Any] = json.loads((self.folder / words[words.index("--out") + 1] / "report.json").read_text())
@@ -93,7 +99,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Run]:
     made: dict[str, Run] = {}
     starts = {
         "busy": lambda folder: Run(folder, BUSY),
-        "busy, the HPA's default scale-down": lambda folder: Run(folder, BUSY, "--hpa-behavior", "hpa.yaml"),
         "day": lambda folder: Run(folder, DAY, "--max-replicas", "12"),
         "many": lambda folder: Run(folder, MANY, "--cache-models", "50", config="defaults:\n  target_lru_age_s: 120\n"),
     }
@@ -108,32 +113,61 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Run]:
 
 @pytest.mark.parametrize(("trace", "part", "setting"), [
     ("busy", "pod_hours", "scale_down_tau_s"),
-    ("busy", "pod_hours", "target_gpu_busy"),
-    ("busy, the HPA's default scale-down", "pod_hours", "behavior.scaleDown.stabilizationWindowSeconds"),
     ("busy", "delayed", "scale_down_tau_s"),
-    ("busy", "delayed", "target_gpu_busy"),
-    ("busy", "delayed", "queue_drain_s"),
-    ("day", "delayed", "--min-replicas"),
+    ("day", "delayed", "min_replicas"),
     ("many", "avoidable_cold_loads", "target_lru_age_s"),
 ])
-def test_each_setting_the_report_advises_moves_its_part_the_way_it_says_at_the_cost_it_names(
+def test_the_setting_advised_first_moved_its_part_on_this_trace_and_its_command_replays_that_beside_mean_hpa(
         runs: Callable[[str], Run], trace: str, part: str, setting: str) -> None:
     first = runs(trace)
-    advised = first.advised(part, setting)
-    assert (advised["try"] > advised["now"]) == (advised["direction"] == "raise")
+    [entry] = [e for e in first.report["advice"] if e["part"] == part]
+    assert entry["measured"] and entry["settings"][0]["setting"] == setting, entry
+    best = entry["settings"][0]
+    assert (best["try"] > best["now"]) == (best["direction"] == "raise")
     before = first.report["policies"]["skew-aware"]
-    after = follow_once(first, advised["command"])["policies"]["skew-aware"]
-    moved, cost = PARTS[part], PARTS[advised["costs"]]
-    assert after[moved] < before[moved], (moved, before[moved], after[moved])
-    assert after[cost] > before[cost], (cost, before[cost], after[cost])
+    after = follow_once(first, best["command"])
+    moved = PARTS[part]
+    assert best["measured"]["before"] == before[moved]
+    assert after["policies"]["skew-aware"][moved] == best["measured"]["after"] <= 0.95 * before[moved]
+    # the comparison's mean-hpa is the first run's: its --min-replicas raised mean-hpa's floor too (0.954x)
+    assert ran(after["policies"]["mean-hpa"]) == ran(first.report["policies"]["mean-hpa"])
+    assert after["policies"]["skew-aware"]["goal"][part] == best["measured"]["parts"][part]["after"]["ratio"]
+
+
+def test_every_setting_advised_moved_its_part_the_most_first_and_the_rest_are_said_not_to(
+        runs: Callable[[str], Run]) -> None:
+    """What the reviewer saw on prod200: three of four settings advised for delays moved them 0.07% or the wrong
+    way. Each setting the report advises moved its part by 5% or more on the trace, ordered by what is left; each
+    it tried that did not is printed as such, with its figures, and none of those is the one to compare."""
+    seen = 0
+    for name in ("busy", "day", "many"):
+        first = runs(name)
+        printed = first.stdout.split("What to change", 1)[1].split("\n\n", 1)[0]
+        for entry in first.report["advice"]:
+            afters = [s["measured"]["after"] for s in entry["settings"]]
+            assert afters == sorted(afters)
+            for setting in entry["settings"]:
+                assert setting["measured"]["after"] <= 0.95 * setting["measured"]["before"], setting
+            for setting in entry["not_moved"]:
+                assert setting["measured"]["after"] > 0.95 * setting["measured"]["before"], setting
+                step = f"{setting['direction']} {setting['setting']} {setting['now']:g} -> {setting['try']:g}"
+                said = next(line for line in printed.splitlines() if step in line)
+                assert "did not move it by 5%" in said or "none of the settings tried moved it" in said
+                assert setting["command"] not in printed
+                seen += 1
+    assert seen, "no trace here had a setting that did not move its part"
+
+
+def ran(entry: dict[str, Any]) -> dict[str, Any]:
+    """A policy's entry in report.json but for the seconds its replay took."""
+    return {key: value for key, value in entry.items() if key != "wall_seconds"}
 
 
 _followed: dict[str, dict[str, Any]] = {}
 
 
 def follow_once(first: Run, command: str) -> dict[str, Any]:
-    """The report `command` writes, run once however many tests read it (one run of BUSY's advice is checked for
-    pod-hours, and the same setting's other way for delays, in separate tests)."""
+    """The report `command` writes, run once however many tests read it."""
     if command not in _followed:
         _followed[command] = first.follow(command)
     return _followed[command]
@@ -145,8 +179,8 @@ def test_a_min_replicas_skew_aware_never_came_down_to_is_not_advised(runs: Calla
     first = runs("busy")
     assert first.report["policies"]["skew-aware"]["least_replicas"] > first.report["cluster"]["min_replicas"]
     [entry] = [e for e in first.report["advice"] if e["part"] == "delayed"]
-    assert entry["settings"] and all(s["setting"] != "--min-replicas" for s in entry["settings"])
-    assert "raise --min-replicas" not in first.stdout.split("What to change", 1)[1].split("\n\n", 1)[0]
+    assert all(s["setting"] != "min_replicas" for s in entry["settings"] + entry["not_moved"])
+    assert "raise min_replicas" not in first.stdout.split("What to change", 1)[1].split("\n\n", 1)[0]
 
 
 def test_lowering_cache_full_ratio_as_advised_takes_cold_loads_down_at_more_pod_hours(tmp_path: Path) -> None:
@@ -170,19 +204,76 @@ def test_lowering_cache_full_ratio_as_advised_takes_cold_loads_down_at_more_pod_
     assert changed["pod_hours"] > before["pod_hours"]
 
 
-def test_the_advice_is_printed_under_the_verdict_and_in_report_md_with_a_command_to_paste(
+def test_the_advice_is_printed_under_the_verdict_and_in_report_md_with_what_each_setting_did(
         runs: Callable[[str], Run]) -> None:
     first = runs("many")
     printed = first.stdout.split("What to change", 1)[1].split("\n\n", 1)[0]
-    lines = printed.splitlines()
-    assert 3 <= len(lines) <= 7, printed
-    assert "- avoidable cold loads: raise target_lru_age_s 120 -> 720 (costs pod-hours)" in printed
     assert "What to change" + printed in first.markdown
     assert first.stdout.index("What to change") > first.stdout.index("- skew-aware: missed")
-    compare = next(line for line in lines if "target_lru_age_s: 720" in line)
+    lines = printed.splitlines()
+    cold = lines.index("- avoidable cold loads:")
+    measured = first.advised("avoidable_cold_loads", "target_lru_age_s")["measured"]
+    before, after = measured["parts"]["pod_hours"]["before"], measured["parts"]["pod_hours"]["after"]
+    # what it did to the part, and to the others: a reviewer saw target_gpu_busy 0.9 make a new cold-load miss
+    assert lines[cold + 1].startswith(f"  raise target_lru_age_s 120 -> 720: avoidable cold loads "
+                                      f"{measured['before']:,} -> {measured['after']:,} (")
+    assert f"pod-hours {before['figure']:,.1f} -> {after['figure']:,.1f}" in lines[cold + 1]
+    assert "scale events" in lines[cold + 1]
+    compare = next(line for line in lines[cold:] if "compare" in line)
+    assert "target_lru_age_s: 720" in compare
     # the user's --config kept (its target_lru_age_s changed), the trace, the cluster and the bounds as run
-    assert "--cache-models 50" in compare and "--trace their.csv" not in compare and "their.csv" in compare
+    assert "--cache-models 50" in compare and f"--trace {first.folder / 'their.csv'}" in compare
     assert f"--max-replicas {first.report['cluster']['max_replicas']}" in compare
+    assert "advice 1/" in first.stderr_progress
+
+
+def test_pasted_in_another_folder_the_command_finds_the_trace_and_files_given_relative(tmp_path: Path) -> None:
+    """`--trace their.csv --config policy.yaml --hpa-behavior hpa.yaml`, typed in the trace's folder: the command
+    printed named them so, and failed pasted anywhere else."""
+    first = Run(tmp_path, BUSY, "--hpa-behavior", "hpa.yaml", config="defaults:\n  queue_drain_s: 30\n",
+                relative=True)
+    command = next(s["command"] for e in first.report["advice"] for s in e["settings"] + e.get("not_moved", []))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    first.follow(command, cwd=elsewhere)
+    for name in ("their.csv", "policy.yaml", "hpa.yaml"):
+        assert f" {tmp_path / name}" in command or name not in command, name
+
+
+def test_the_policy_files_of_follow_up_commands_are_named_apart(runs: Callable[[str], Run]) -> None:
+    """A follow-up run's advice wrote target_gpu_busy-0.9.yaml with `scale_down_tau_s: 75` in it, over the file of
+    the same name that the first run's command wrote without."""
+    first = runs("busy")
+    best = first.advised("pod_hours", "scale_down_tau_s")
+    follow_once(first, best["command"])
+    words = shlex.split(best["command"].split(" && ")[-1])
+    second = json.loads((Path(words[words.index("--out") + 1]) / "report.json").read_text())
+    files: dict[str, str] = {}
+    for made in (first.report, second):
+        for entry in made["advice"]:
+            for setting in entry["settings"] + entry.get("not_moved", []):
+                write = setting["command"].split(" && ")[0] if " && " in setting["command"] else None
+                if write is not None:
+                    contents, name = shlex.split(write)[1], shlex.split(write)[-1]
+                    assert files.setdefault(name, contents) == contents, name
+    assert len(files) > 2
+
+
+def test_a_value_tried_lower_stops_at_the_hpas_sync(tmp_path: Path) -> None:
+    """Each follow-up quartered scale_down_tau_s: 75 -> 18.75 -> 4.7 s, under the HPA's 15 s sync; queue_drain_s,
+    quartered the same, stops there too."""
+    first = Run(tmp_path, BUSY, config="defaults:\n  queue_drain_s: 20\n")
+    printed = first.stdout.split("What to change", 1)[1].split("\n\n", 1)[0]
+    assert "lower queue_drain_s 20 -> 15" in printed and "queue_drain_s: 5\\n" not in printed
+
+
+def test_advice_off_lists_the_settings_unmeasured_without_replaying(tmp_path: Path) -> None:
+    first = Run(tmp_path, BUSY, "--advice", "off")
+    printed = first.stdout.split("What to change", 1)[1].split("\n\n", 1)[0]
+    assert "not measured on this trace (--advice off)" in printed
+    assert "lower scale_down_tau_s 300 -> 75 (costs delayed requests)" in printed
+    assert "advice 1/" not in first.stderr_progress
+    assert all(not e["measured"] and "measured" not in s for e in first.report["advice"] for s in e["settings"])
 
 
 def test_where_no_replica_policy_reaches_the_delay_goal_the_report_says_so_instead_of_a_setting(
@@ -216,3 +307,27 @@ def test_where_the_pod_hours_goal_is_below_what_holding_the_models_takes_it_says
     assert entry["settings"] == []
     assert entry["instead"].endswith("fewer pod-hours means cold loads on models in use")
     assert "- pod-hours: the goal's 1.15x mean-hpa's pod-hours is " in result.stdout
+
+
+def test_where_untimed_copies_were_stuck_the_delay_advice_names_modelmeshs_fix_first(tmp_path: Path) -> None:
+    """tests/simulation/test_untimed_stuck_note.py's hand trace: model a at 25 req/s on pods of 20, untimed, never
+    copied; every policy delays its requests, fixed-max too. The advice said only "out of reach"; the fix is
+    ModelMesh's (perModelConcurrencyLimit, replayed timed), and its command, followed, takes the delays down."""
+    rows = "".join(f"{60 * minute},{model},{60 * rps}\n" for minute in range(20)
+                   for model, rps in (("a", 25), ("b", 40)))
+    result = simulate(tmp_path, write_trace(tmp_path, rows), "--pod-rps", "20", "--queue-untimed")
+    assert result.returncode == 0, result.stderr
+    [entry] = [e for e in report(tmp_path)["advice"] if e["part"] == "delayed"]
+    printed = result.stdout.split("What to change", 1)[1].split("\n\n", 1)[0].splitlines()
+    first = next(i for i, line in enumerate(printed) if line.startswith("- delayed requests: "))
+    assert "perModelConcurrencyLimit" in printed[first] and "MM_SCALEUP_RPM_THRESHOLD" in printed[first]
+    assert printed[first + 1] == f"  compare: {entry['first']['command']}"
+    words = shlex.split(entry["first"]["command"])
+    assert "--queue-untimed" not in words
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    followed = subprocess.run(["bash", "-c", entry["first"]["command"]], capture_output=True, text=True, timeout=300,
+                              cwd=tmp_path, env=env)
+    assert followed.returncode == 0, followed.stderr
+    after = json.loads((Path(words[words.index("--out") + 1]) / "report.json").read_text())
+    before = report(tmp_path)["policies"]["skew-aware"]["delayed_requests"]
+    assert after["policies"]["skew-aware"]["delayed_requests"] < 0.5 * before
