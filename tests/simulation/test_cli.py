@@ -243,17 +243,19 @@ def test_an_empty_out_is_refused_not_taken_for_the_current_directory(tmp_path: P
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize(("value", "said"), [
-    ("-5", "must be 0 (off) or more, got '-5'"),  # said "must be greater than 0", though 0 is taken (off)
-    ("5 min", "expected a number of seconds, got '5 min' (a number of seconds, or one with a unit: 500ms, 30s, 5m, "
-              "1h)"),
-    ("nan", "must be a finite number, got 'nan'"),
+@pytest.mark.parametrize(("flag", "value", "said"), [
+    ("--min-churn-age", "-5", "must be 0 (off) or more, got '-5'"),  # said "must be greater than 0", though 0 is off
+    ("--min-churn-age", "5 min", "expected a number of seconds, got '5 min' (a number of seconds, or one with a "
+                                 "unit: 500ms, 30s, 5m, 1h)"),
+    ("--min-churn-age", "nan", "must be a finite number, got 'nan'"),
+    ("--scaleup-rpm", "9", "must be 10 to 2147483647 (ModelMesh refuses a threshold under 10 rpm), got '9'"),
+    ("--scaleup-rpm", "1e3", "expected a whole number, got '1e3'"),
 ])
-def test_a_bad_min_churn_age_says_what_it_may_be(tmp_path: Path, value: str, said: str) -> None:
-    result = subprocess.run([*SIMULATE, "--synthetic", "--min-churn-age", value, "--out", str(tmp_path / "out")],
+def test_a_bad_cluster_flag_says_what_it_may_be(tmp_path: Path, flag: str, value: str, said: str) -> None:
+    result = subprocess.run([*SIMULATE, "--synthetic", flag, value, "--out", str(tmp_path / "out")],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == f"modelmesh-autoscaler simulate: error: argument --min-churn-age: {said}"
+    assert result.stderr.strip() == f"modelmesh-autoscaler simulate: error: argument {flag}: {said}"
 
 
 def test_a_max_replicas_below_the_peaks_need_is_named_as_what_delays_not_modelmesh(tmp_path: Path) -> None:
@@ -708,14 +710,3 @@ def test_choices_are_taken_in_any_letter_case_as_serves_are(tmp_path: Path) -> N
     assert result.returncode == 0, result.stderr
     report = json.loads((out / "report.json").read_text())
     assert list(report["policies"]) == ["mean-hpa", "skew-aware"]
-
-
-@pytest.mark.parametrize(("value", "said"), [
-    ("9", "must be 10 to 2147483647 (ModelMesh refuses a threshold under 10 rpm), got '9'"),
-    ("1e3", "expected a whole number, got '1e3'"),
-])
-def test_a_bad_scaleup_rpm_says_what_it_may_be(tmp_path: Path, value: str, said: str) -> None:
-    result = subprocess.run([*SIMULATE, "--synthetic", "--scaleup-rpm", value, "--out", str(tmp_path / "out")],
-                            capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == f"modelmesh-autoscaler simulate: error: argument --scaleup-rpm: {said}"
