@@ -52,7 +52,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Final, Protocol
 
-from autoscaler.actuation.cluster_pods import ClusterPods
+from autoscaler.actuation.cluster_pods import ClusterPods, DeletionCostEvents
 from autoscaler.actuation.deletion_cost_plan import (
     PERIODIC,
     PodId,
@@ -76,8 +76,10 @@ log = logging.getLogger(__name__)
 ECHO_WAIT_S: Final = 60.0
 """How long after a write the pod watch, not having shown it yet (its echo), may still show the pod as it was
 before: a watch behind, or relisting, which may skip the write's own event. Until then another value on the pod
-is that lag, not another writer's; after it, what the watch shows counts. No other time window: a tool that puts
-its value back seconds after each write was taken for the watch's lag for 10 s, and got past the ranking hold."""
+is that lag, not another writer's; after it, what the watch shows counts, unless the watch of the pod's namespace
+has shown none of this replica's writes since (`_watch_behind`: behind, or stalled). The echo is recorded from the
+watch's events as they come (`DeletionCostEvents`). No other time window: a tool that puts its value back seconds
+after each write was taken for the watch's lag for 10 s, and got past the ranking hold."""
 
 FailureCause = tuple[int | str, str | None]
 """(HTTP status or "no answer", namespace for refusals else None): what one grouped log line is about."""
@@ -164,6 +166,10 @@ class DeletionCostWriter:
         self._in_flight: set[asyncio.Task[None]] = set()
         self._overwritten: set[PodId] = set()  # pods carrying another writer's cost, or fought: said once a spell
         self._foreign_now: set[PodId] = set()  # pods carrying another writer's cost at the last plan
+        self._echoes: dict[str, float] = {}  # per namespace, the latest write whose echo the pod watch showed
+        self._behind: set[str] = set()  # namespaces whose watch shows none of the writes for ECHO_WAIT_S, said once
+        if isinstance(cluster, DeletionCostEvents):
+            cluster.on_deletion_cost(self._shown_by_watch)
 
     def offer(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
         """Put the newest views in the mailbox (replacing any not yet planned) and wake the writer. The refresh
@@ -284,7 +290,8 @@ class DeletionCostWriter:
                 return record.cost
             shown = self._cluster.deletion_cost(*pod) if self._cluster is not None else None
             cost = carried_cost(shown)
-            record.echoed = record.echoed or (cost == record.cost and shown is not None)
+            if cost == record.cost and shown is not None:
+                self._echoed(pod, record)
             return cost
         return carried_cost(self._cluster.deletion_cost(*pod) if self._cluster is not None else None)
 
@@ -305,11 +312,44 @@ class DeletionCostWriter:
         shown = self._cluster.deletion_cost(*pod) if self._cluster is not None else None
         cost = carried_cost(shown)
         if cost == record.cost:
-            record.echoed = record.echoed or shown is not None
+            if shown is not None:
+                self._echoed(pod, record)
             return None
-        if not record.echoed and self._clock() - record.written_at < ECHO_WAIT_S:
+        if not record.echoed and (self._clock() - record.written_at < ECHO_WAIT_S or self._watch_behind(pod, record)):
             return None
         return cost
+
+    def _shown_by_watch(self, namespace: str, name: str, annotation: str | None) -> None:
+        """The pod watch shows the pod with `annotation` (`DeletionCostEvents`, on the event loop): this replica's
+        write, or the one under way, is echoed when that is its value, as the event comes. Looked for only at each
+        pass, the echo of a write that another writer's value followed within the refresh was never seen, and
+        that value was taken for the watch's lag for `ECHO_WAIT_S` while the ranking hold ran out."""
+        pod = (namespace, name)
+        record = self.records.get(pod)
+        if record is None or annotation is None:
+            return
+        if record.sending is not None and annotation == str(record.sending):
+            record.sent_echoed = True
+        if record.cost is not None and annotation == str(record.cost):
+            self._echoed(pod, record)
+
+    def _echoed(self, pod: PodId, record: PodRecord) -> None:
+        """The pod watch has shown `record.cost` since it was written: a different value is another writer's from
+        now on; and the watch of the pod's namespace works up to that write (`_watch_behind`)."""
+        if record.echoed:
+            return
+        record.echoed = True
+        namespace = pod[0]
+        if record.written_at > self._echoes.get(namespace, -math.inf):
+            self._echoes[namespace] = record.written_at
+        self._behind.discard(namespace)
+
+    def _watch_behind(self, pod: PodId, record: PodRecord) -> bool:
+        """Whether the pod watch has shown none of this replica's writes in the pod's namespace since `record`
+        was written: behind, or connected but stalled. Another value it shows is then the pod as it was, not
+        another writer's: a watch that delivered nothing made every write another writer's after `ECHO_WAIT_S`
+        (300 pods: 270 PATCHes a minute, lines naming them all, the hold said `overwritten`)."""
+        return self._echoes.get(pod[0], -math.inf) < record.written_at
 
     def _cause(self, pod: PodId) -> tuple[HoldReason, str]:
         """Why a pod's cost is not on it as this replica has it: in one word for the hold counter, and as the
@@ -327,6 +367,9 @@ class DeletionCostWriter:
             if self._foreign(pod, record) is not None:
                 return HoldReason.OVERWRITTEN, f"overwritten by another writer ({self._shown(pod)})"
             if not record.echoed:
+                if self._clock() - record.written_at >= ECHO_WAIT_S:
+                    return HoldReason.QUEUED, ("written, not shown by the pod watch, which shows none of this "
+                                               "replica's writes (behind or stalled)")
                 return HoldReason.QUEUED, "written, not yet shown by the pod watch"
         return HoldReason.QUEUED, "queued"
 
@@ -420,14 +463,18 @@ class DeletionCostWriter:
         annotation as it is on the pod."""
         wait = self.settings.min_interval_s
         overwritten: dict[PodId, PodRecord] = {}
+        behind: list[PodId] = []
         for pod, record in self.records.items():
             cost = self._foreign(pod, record)
+            if cost is None and self._unshown(pod, record, now):
+                behind.append(pod)
             if cost is not None:
                 retry_at = max(record.retry_at, record.written_at + wait) if record.fought else record.retry_at
                 overwritten[pod] = replace(record, cost=cost, retry_at=retry_at)
             elif record.fought and record.echoed and now - record.written_at >= wait:
                 record.fought = False  # its write stayed a minute: that writer stopped
         self._foreign_now = set(overwritten)
+        self._say_behind(behind)
         news = [pod for pod in overwritten if pod not in self._overwritten]
         self._overwritten = self._foreign_now | {pod for pod, record in self.records.items() if record.fought}
         if news:
@@ -436,6 +483,28 @@ class DeletionCostWriter:
                      "at most once a minute while it puts its own back: %s",
                      len(news), few([f"{ns}/{name} ({self._shown((ns, name))})" for ns, name in news]))
         return ChainMap(overwritten, self.records) if overwritten else self.records
+
+    def _unshown(self, pod: PodId, record: PodRecord, now: float) -> bool:
+        """Whether the pod watch, behind or stalled, shows the pod as it was before a write of `ECHO_WAIT_S` ago."""
+        return (record.cost is not None and not record.echoed and now - record.written_at >= ECHO_WAIT_S
+                and self._watched(pod) and self._watch_behind(pod, record)
+                and carried_cost(self._cluster.deletion_cost(*pod) if self._cluster is not None else None)
+                != record.cost)
+
+    def _say_behind(self, pods: list[PodId]) -> None:
+        """Say once, until it shows one of them, that a namespace's pod watch shows none of this replica's writes
+        there: neither another writer's values (the pods are not written again before their 5-minute rewrite)
+        nor a reason to trust them (the ranking hold waits for them, up to its bound)."""
+        news = [pod for pod in pods if pod[0] not in self._behind]
+        if not news:
+            return
+        self._behind |= {namespace for namespace, _ in news}
+        log.warning("deletion costs: the pod watch has shown none of this replica's writes of %.0f s and more in "
+                    "%s (behind, or connected but stalled): the %d pods it shows as they were are taken for its lag, "
+                    "not for a value set by hand or by a tool, and are not written again before their usual "
+                    "rewrite; a scale-down waiting on them waits up to the ranking hold's bound: %s", ECHO_WAIT_S,
+                    few(sorted({namespace for namespace, _ in news})), len(news),
+                    few([f"{ns}/{name}" for ns, name in news]))
 
     def _recreated(self) -> list[PodId]:
         """The pods written whose name the pod watch now shows on another object (another uid)."""
@@ -548,14 +617,19 @@ class DeletionCostWriter:
         record = self.records.setdefault(pod, PodRecord())
         uid = self._uid(pod)  # read before sending: a pod created again meanwhile is written again next pass
         fought = pod in self._foreign_now  # written again for another writer's value: at its minute from now on
+        record.sending, record.sent_echoed = patch.cost, False  # its echo may come before the answer
         try:
             await self._client.patch_pod_annotations(
                 patch.namespace, patch.pod, {DELETION_COST_ANNOTATION: str(patch.cost)}
             )
         except KubeApiError as error:
+            record.sending = None
             self._failed(pod, record, error)
             return
         record.cost, record.written_at, record.uid, record.echoed = patch.cost, self._clock(), uid, False
+        record.sending = None
+        if record.sent_echoed:
+            self._echoed(pod, record)
         record.fought = record.fought or fought
         record.failures, record.retry_at, record.refused = 0, -math.inf, None
         self._clear_failure(pod)

@@ -186,6 +186,7 @@ class KubePodDiscovery:
                 on_change=self._changed,
                 on_runtime_pods=self._runtime_pods,
                 health=health,
+                on_deletion_cost=self._deletion_cost_shown,
             )
             for scope in scopes
         )
@@ -197,6 +198,7 @@ class KubePodDiscovery:
         self._read_by_name = tuple(sorted({key.namespace for key in static}))
         """The namespaces of the policy file's runtimes, whose Deployments are read by name: with the watch of all
         namespaces, each can fail alone (a 403 or 500 for that namespace) while the rest of the cluster is read."""
+        self._cost_listeners: list[Callable[[str, str, str | None], None]] = []
         self._version = 0
         self._cache: tuple[int, dict[RuntimeKey, RuntimeInventory]] | None = None
 
@@ -275,6 +277,11 @@ class KubePodDiscovery:
         watch = self._watch_of(namespace)
         return None if watch is None else watch.deletion_costs.get((namespace, pod))
 
+    def on_deletion_cost(self, listener: Callable[[str, str, str | None], None]) -> None:
+        """Call `listener(namespace, pod, annotation)` with each pod each watch lists or shows changed
+        (`DeletionCostEvents`): the deletion-cost writer records its writes' echoes as they come."""
+        self._cost_listeners.append(listener)
+
     def pod_selector(self, key: RuntimeKey) -> dict[str, str]:
         """The labels that select the runtime's pods, as its Deployment last read says (ModelMesh's `name` label
         before it is read): for the command that removes the deletion costs left outside `--namespaces`
@@ -302,6 +309,10 @@ class KubePodDiscovery:
     def _watch_of(self, namespace: str) -> PodWatch | None:
         """The watch that sees `namespace`'s pods: its own, else the watch of all namespaces (None: not watched)."""
         return self._namespace_watches.get(namespace, self._all_namespaces_watch)
+
+    def _deletion_cost_shown(self, namespace: str, pod: str, annotation: str | None) -> None:
+        for listener in self._cost_listeners:
+            listener(namespace, pod, annotation)
 
     def _changed(self) -> None:
         self._version += 1

@@ -88,6 +88,7 @@ class PodWatch:
         on_change: Callable[[], None],
         on_runtime_pods: Callable[[str, str, bool], None] | None = None,
         health: WatchHealth | None = None,
+        on_deletion_cost: Callable[[str, str, str | None], None] | None = None,
     ) -> None:
         """`client` returns the started API client (it raises `KubeApiError` when there is none).
 
@@ -95,7 +96,9 @@ class PodWatch:
         watch request, which the client-side limit exceeds by `request_timeout_s`. `backoff(n)` is the pause
         after the n-th failure in a row. `on_change()` is called whenever `pods` changed.
         `on_runtime_pods(namespace, deployment, present)` is called when a runtime's live pods go to none
-        (`present` False) or up from none (True). `health` counts the watch's failures and says whether it is open
+        (`present` False) or up from none (True). `on_deletion_cost(namespace, pod, annotation)` is called with
+        each pod listed and each ADDED or MODIFIED event (the writer's echo, `DeletionCostEvents`). `health`
+        counts the watch's failures and says whether it is open
         (the adapter's metrics).
         """
         self.scope = scope
@@ -116,6 +119,7 @@ class PodWatch:
         self._client = client
         self._on_change = on_change
         self._on_runtime_pods = on_runtime_pods
+        self._on_deletion_cost = on_deletion_cost
         self._live: dict[RuntimeName, int] = {}  # live pods per runtime; no entry for none
         self._first_attempt = asyncio.Event()
         self._lost_at: float | None = None
@@ -216,6 +220,9 @@ class PodWatch:
                 self._live[runtime] = self._live.get(runtime, 0) + 1
         self.pods, self.deletion_costs = pods, costs
         self._on_change()
+        if self._on_deletion_cost is not None:
+            for namespace, name in pods:
+                self._on_deletion_cost(namespace, name, costs.get((namespace, name)))
         for runtime in before.keys() - self._live.keys():
             self._runtime_pods(runtime, False)
         for runtime in self._live.keys() - before.keys():
@@ -233,6 +240,8 @@ class PodWatch:
                 self.deletion_costs[key] = cost
             else:
                 self.deletion_costs.pop(key, None)
+            if self._on_deletion_cost is not None:
+                self._on_deletion_cost(pod.namespace, pod.name, cost)
             old = self.pods.get(key)
             if not pod.ready:
                 now = time.time()

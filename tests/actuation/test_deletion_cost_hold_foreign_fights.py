@@ -35,7 +35,8 @@ from tests.support.waiting import eventually
 
 
 def foreign_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if "another writer" in r.getMessage()]
+    """The writer's "another writer" lines (the ranking hold's say `overwritten by another writer` of a pod)."""
+    return [r.getMessage() for r in caplog.records if "carry a cost another writer set" in r.getMessage()]
 
 
 def remove(kube: FakeKubeApi, pod: str) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from autoscaler.actuation.cluster_pods import DeletionCostListener
 from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
 from autoscaler.actuation.removal_order import carried_cost
 from autoscaler.names import DELETION_COST_ANNOTATION, ServedMetric
@@ -66,16 +67,27 @@ class Fought(PodAnnotations):
 
 
 class LaggingWatch:
-    """Discovery's pod watch as the pods were `lag_s` ago (sampled at every step)."""
+    """Discovery's pod watch as the pods were `lag_s` ago (sampled at every step), telling each value as it comes
+    into view (`DeletionCostEvents`: the writer records its write's echo from it)."""
 
     def __init__(self, api: PodAnnotations, clock: SteppedClock, lag_s: float) -> None:
         self.api, self.clock, self.lag_s = api, clock, lag_s
         self.seen: dict[str, list[tuple[float, str | None]]] = {pod: [(-math.inf, None)] for pod in PODS}
+        self.told = dict.fromkeys(PODS, 1)
+        self.listeners: list[DeletionCostListener] = []
+
+    def on_deletion_cost(self, listener: DeletionCostListener) -> None:
+        self.listeners.append(listener)
 
     def sample(self) -> None:
         for pod, seen in self.seen.items():
             if (value := self.api.costs.get(pod)) != seen[-1][1]:
                 seen.append((self.clock(), value))
+            shown = [value for at, value in seen if at <= self.clock() - self.lag_s]
+            for value in shown[self.told[pod]:]:
+                for listener in self.listeners:
+                    listener(KEY.namespace, pod, value)
+            self.told[pod] = len(shown)
 
     def deletion_cost(self, namespace: str, pod: str) -> str | None:
         return [value for at, value in self.seen[pod] if at <= self.clock() - self.lag_s][-1]
