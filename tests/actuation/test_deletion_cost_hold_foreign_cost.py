@@ -42,6 +42,25 @@ def annotate(kube: FakeKubeApi, pod: str, cost: str) -> None:
 
 
 @contextlib.asynccontextmanager
+async def fighting(kube: FakeKubeApi, pod: str, cost: str) -> AsyncIterator[None]:
+    """Another tool that puts `cost` back on `pod` within milliseconds of any other value (a self-healing
+    controller), for as long as the block runs."""
+    async def fight() -> None:
+        while True:
+            if kube.pod_annotations(KEY.namespace, pod).get(DELETION_COST_ANNOTATION) != cost:
+                annotate(kube, pod, cost)
+            await asyncio.sleep(0.005)
+
+    fighter = asyncio.create_task(fight())
+    try:
+        yield
+    finally:
+        fighter.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await fighter
+
+
+@contextlib.asynccontextmanager
 async def leader(kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: Any,
                  watch: KubePodDiscovery) -> AsyncIterator[Cluster]:
     """The leading adapter over `BEFORE`'s three pods, its writer reading the pod watch as `serve` wires it, its
@@ -95,17 +114,9 @@ async def test_a_writer_that_puts_its_cost_back_after_each_write_holds_no_longer
     again a moment after the leader's write, which is not the watch's lag for long. The scale-down waits its
     minute with pod-a written again at each refresh, then goes ahead saying so (as for a refused write)."""
     caplog.set_level(logging.INFO)
-
-    async def fight() -> None:
-        while True:
-            if kube.pod_annotations(KEY.namespace, "pod-a").get(DELETION_COST_ANNOTATION) != "-1000":
-                annotate(kube, "pod-a", "-1000")
-            await asyncio.sleep(0.005)
-
     async with watching(kube, list(BEFORE)) as watch, leader(kube, kube_client, aiohttp_client, watch) as cluster:
         cluster.clock.advance(60.0)
-        fighter = asyncio.create_task(fight())
-        try:
+        async with fighting(kube, "pod-a", "-1000"):
             await eventually(lambda: watch.deletion_cost(KEY.namespace, "pod-a") == "-1000")
             cluster.source.load = FALLEN
             served = []
@@ -113,10 +124,6 @@ async def test_a_writer_that_puts_its_cost_back_after_each_write_holds_no_longer
                 await cluster.refresh()
                 await asyncio.sleep(0.05)  # the writer's pass, and the other tool's answer to it
                 served.append(await cluster.served())
-        finally:
-            fighter.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await fighter
     assert served[:4] == [3.0] * 4 and served[-1] == 2.0, served
     assert cluster.patched("pod-a") >= 3, "pod-a written again while held"
     went = [r.getMessage() for r in caplog.records if "goes ahead with stale" in r.getMessage()]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
 from typing import Any
 
@@ -28,7 +27,7 @@ from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.kube_pods import KubePodDiscovery
 from tests.actuation.conftest import KEY, SteppedClock, add_pods, pod_view, runtime_view
 from tests.actuation.test_deletion_cost_hold import BEFORE
-from tests.actuation.test_deletion_cost_hold_foreign_cost import FALLEN, annotate, leader
+from tests.actuation.test_deletion_cost_hold_foreign_cost import FALLEN, annotate, fighting, leader
 from tests.actuation.test_deletion_cost_recreated_pod import LABELS, watching
 from tests.fakes.kube import FakeKubeApi
 from tests.support.waiting import eventually
@@ -84,27 +83,15 @@ async def test_a_fought_pod_is_written_at_its_minute_after_the_fall_not_at_every
     turned (pod-a busiest, carrying the lowest cost): the runtime is hurried, but pod-a, written again for another
     writer's value, waits its minute (2f227979: written at every refresh, 4 a minute, a line each time)."""
     caplog.set_level(logging.INFO)
-
-    async def fight() -> None:
-        while True:
-            if kube.pod_annotations(KEY.namespace, "pod-a").get(DELETION_COST_ANNOTATION) != "-1000":
-                annotate(kube, "pod-a", "-1000")
-            await asyncio.sleep(0.005)
-
     async with watching(kube, list(BEFORE)) as watch, leader(kube, kube_client, aiohttp_client, watch) as cluster:
         cluster.clock.advance(60.0)
-        fighter = asyncio.create_task(fight())
-        try:
+        async with fighting(kube, "pod-a", "-1000"):
             await eventually(lambda: watch.deletion_cost(KEY.namespace, "pod-a") == "-1000")
             cluster.source.load = FALLEN
             before = cluster.patched("pod-a")
             for _ in range(20):  # 5 minutes
                 await cluster.refresh()
                 await asyncio.sleep(0.05)
-        finally:
-            fighter.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await fighter
     assert cluster.patched("pod-a") - before <= 6, cluster.patched("pod-a") - before
     assert len(foreign_lines(caplog)) == 1, foreign_lines(caplog)
     turned = [r.getMessage() for r in caplog.records if "ranking turned" in r.getMessage()]
