@@ -63,6 +63,19 @@ def set_pods(kube: FakeKubeApi, names: list[str], cost: str = "500") -> None:
         annotate(kube, name, cost)
 
 
+def echoing_writer(kube: FakeKubeApi, kube_client: KubeClient, pods: int,
+                   lag_s: float) -> tuple[SteppedClock, list[str], EchoingWatch, DeletionCostWriter]:
+    """`pods` pods carrying 500, a pod watch `lag_s` behind that tells its events, and a leader's writer
+    without a qps limit on the stepped clock."""
+    clock = SteppedClock()
+    names = [f"p{i:03d}" for i in range(pods)]
+    set_pods(kube, names)
+    watch = EchoingWatch(kube, clock, names, lag_s)
+    writer = DeletionCostWriter(kube_client, AdapterMetrics(), settings=WriterSettings(qps=None), clock=clock,
+                                rand=lambda: 0.5, cluster=watch)
+    return clock, names, watch, writer
+
+
 async def test_an_edit_between_the_echo_and_the_next_refresh_is_written_over_at_that_refresh(
         kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: Any, caplog: pytest.LogCaptureFixture) -> None:
     """F1 end to end: pod-b's write of the held ranking is refused once and lands after the second refresh; the
@@ -137,12 +150,7 @@ async def test_a_fast_fighter_is_overwritten_and_said_at_the_first_refresh(
     refreshes. e688a124: `queued` ("written, not yet shown by the pod watch") at 3 of 4 refreshes, the line at
     60 s. Now `overwritten` at every refresh after the first write, said at the first, written at its minute."""
     caplog.set_level(logging.INFO)
-    clock = SteppedClock()
-    names = [f"p{i:03d}" for i in range(10)]
-    set_pods(kube, names)
-    watch = EchoingWatch(kube, clock, names, 0.5)
-    writer = DeletionCostWriter(kube_client, AdapterMetrics(), settings=WriterSettings(qps=None), clock=clock,
-                                rand=lambda: 0.5, cluster=watch)
+    clock, names, watch, writer = echoing_writer(kube, kube_client, 10, 0.5)
     view = runtime_view([pod_view(name, 900 if i == 0 else i * 100) for i, name in enumerate(names)],
                         desired=9, current=10)
     fights: list[float] = []
@@ -177,12 +185,7 @@ async def test_a_watch_that_shows_none_of_the_writes_is_said_once_and_no_pod_is_
     none of the writes, nothing written again before the 5-minute rewrite, the hold `queued` saying why; and the
     watch caught up, its echoes end the hold."""
     caplog.set_level(logging.INFO)
-    clock = SteppedClock()
-    names = [f"p{i:03d}" for i in range(300)]
-    set_pods(kube, names)
-    watch = EchoingWatch(kube, clock, names, 1e7)
-    writer = DeletionCostWriter(kube_client, AdapterMetrics(), settings=WriterSettings(qps=None), clock=clock,
-                                rand=lambda: 0.5, cluster=watch)
+    clock, names, watch, writer = echoing_writer(kube, kube_client, 300, 1e7)
     costs = [pod_view(name, (i % 10) * 100) for i, name in enumerate(names)]
     pending, calm = runtime_view(costs, desired=299, current=300), runtime_view(costs)
     per_minute: collections.Counter[int] = collections.Counter()
@@ -249,12 +252,7 @@ async def test_a_lagging_watch_that_echoes_is_no_other_writer_nor_stalled(
     """As `test_a_lagging_pod_watch_is_no_other_writer`, the watch telling its events `lag_s` late: no line of
     another writer nor of a stalled watch, no pod written twice, the hold over once the echoes come."""
     caplog.set_level(logging.INFO)
-    clock = SteppedClock()
-    names = [f"p{i:03d}" for i in range(300)]
-    set_pods(kube, names)
-    watch = EchoingWatch(kube, clock, names, lag_s)
-    writer = DeletionCostWriter(kube_client, AdapterMetrics(), settings=WriterSettings(qps=None), clock=clock,
-                                rand=lambda: 0.5, cluster=watch)
+    clock, names, watch, writer = echoing_writer(kube, kube_client, 300, lag_s)
     costs = [pod_view(name, (i % 10) * 100) for i, name in enumerate(names)]
     view, calm = runtime_view(costs, desired=299, current=300), runtime_view(costs)
     held = []
