@@ -291,7 +291,7 @@ class DeletionCostWriter:
             shown = self._cluster.deletion_cost(*pod) if self._cluster is not None else None
             cost = carried_cost(shown)
             if cost == record.cost and shown is not None:
-                self._echoed(pod, record)
+                record.echoed = True  # (not the namespace's watch: the pod may have shown it before the write)
             return cost
         return carried_cost(self._cluster.deletion_cost(*pod) if self._cluster is not None else None)
 
@@ -313,7 +313,7 @@ class DeletionCostWriter:
         cost = carried_cost(shown)
         if cost == record.cost:
             if shown is not None:
-                self._echoed(pod, record)
+                record.echoed = True  # (not the namespace's watch: the pod may have shown it before the write)
             return None
         if not record.echoed and (self._clock() - record.written_at < ECHO_WAIT_S or self._watch_behind(pod, record)):
             return None
@@ -334,8 +334,10 @@ class DeletionCostWriter:
             self._echoed(pod, record)
 
     def _echoed(self, pod: PodId, record: PodRecord) -> None:
-        """The pod watch has shown `record.cost` since it was written: a different value is another writer's from
-        now on; and the watch of the pod's namespace works up to that write (`_watch_behind`)."""
+        """The pod watch's event has shown `record.cost` since it was written: a different value is another
+        writer's from now on; and the watch of the pod's namespace works up to that write (`_watch_behind`). Only
+        an event says the latter: a pass that finds the value on the pod may find what it carried before the
+        write (a ranking turned back, a no-op PATCH that sends no event), and took a stalled watch for working."""
         if record.echoed:
             return
         record.echoed = True
@@ -422,8 +424,9 @@ class DeletionCostWriter:
         for key in forgetting:
             self._scale_downs.pop(key, None)
         # In a thread: at 50,000 pods planning is 0.2-1 s of Python, which on the event loop held up every
-        # HPA request at every refresh. Nothing else touches the records meanwhile: no patch is in flight
-        # between passes, and this task is the only one that plans. The thread plans and takes out the records
+        # HPA request at every refresh. Nothing else adds or takes out records meanwhile: no patch is in flight
+        # between passes, and this task is the only one that plans (the pod watch's events only mark echoes,
+        # `_shown_by_watch`, on the loop). The thread plans and takes out the records
         # of pods gone or created again; their metrics series are removed here, on the loop that renders
         # /metrics.
         gone, patches = await asyncio.to_thread(self._plan, views, now, held)
@@ -710,6 +713,8 @@ class DeletionCostWriter:
         self._scale_downs.clear()
         self._forgetting.clear()
         self._failing.clear()
+        self._echoes.clear()  # a term leading again says a stalled watch again
+        self._behind.clear()
 
     def _remove_series(self, pod: PodId, record: PodRecord) -> None:
         if record.cost is not None:

@@ -199,6 +199,7 @@ class KubePodDiscovery:
         """The namespaces of the policy file's runtimes, whose Deployments are read by name: with the watch of all
         namespaces, each can fail alone (a 403 or 500 for that namespace) while the rest of the cluster is read."""
         self._cost_listeners: list[Callable[[str, str, str | None], None]] = []
+        self._cost_listener_failing = False  # a deletion-cost listener raised, said once until one answers again
         self._version = 0
         self._cache: tuple[int, dict[RuntimeKey, RuntimeInventory]] | None = None
 
@@ -311,8 +312,19 @@ class KubePodDiscovery:
         return self._namespace_watches.get(namespace, self._all_namespaces_watch)
 
     def _deletion_cost_shown(self, namespace: str, pod: str, annotation: str | None) -> None:
+        """Tell the listeners (the deletion-cost writer's echoes) what the watch shows. A listener that raises is
+        logged, once until one answers again, and never stops the watch: raised into it, the event was replayed
+        for good and the namespace's pods were never seen again."""
         for listener in self._cost_listeners:
-            listener(namespace, pod, annotation)
+            try:
+                listener(namespace, pod, annotation)
+            except Exception:
+                if not self._cost_listener_failing:
+                    log.exception("Kubernetes discovery: the deletion-cost listener failed on pod %s/%s; the pod "
+                                  "watch goes on (said once until it answers again)", namespace, pod)
+                self._cost_listener_failing = True
+            else:
+                self._cost_listener_failing = False
 
     def _changed(self) -> None:
         self._version += 1

@@ -220,13 +220,13 @@ class PodWatch:
                 self._live[runtime] = self._live.get(runtime, 0) + 1
         self.pods, self.deletion_costs = pods, costs
         self._on_change()
-        if self._on_deletion_cost is not None:
-            for namespace, name in pods:
-                self._on_deletion_cost(namespace, name, costs.get((namespace, name)))
         for runtime in before.keys() - self._live.keys():
             self._runtime_pods(runtime, False)
         for runtime in self._live.keys() - before.keys():
             self._runtime_pods(runtime, True)
+        if self._on_deletion_cost is not None:  # last: the list is folded in whatever the listener does
+            for namespace, name in pods:
+                self._on_deletion_cost(namespace, name, costs.get((namespace, name)))
 
     def _apply_event(self, kind: str, obj: JSON) -> None:
         """Fold one watch event into `pods`."""
@@ -240,8 +240,6 @@ class PodWatch:
                 self.deletion_costs[key] = cost
             else:
                 self.deletion_costs.pop(key, None)
-            if self._on_deletion_cost is not None:
-                self._on_deletion_cost(pod.namespace, pod.name, cost)
             old = self.pods.get(key)
             if not pod.ready:
                 now = time.time()
@@ -250,6 +248,8 @@ class PodWatch:
                 self.pods[key] = pod
                 self._on_change()
                 self._count(old, pod)
+            if self._on_deletion_cost is not None:  # last: the event is folded in whatever the listener does
+                self._on_deletion_cost(pod.namespace, pod.name, cost)
         elif kind == "DELETED":
             self.deletion_costs.pop(key, None)
             if (old := self.pods.pop(key, None)) is not None:
