@@ -51,6 +51,10 @@ def child_environment(workdir: Path) -> dict[str, str]:
     return {**kept, "TMPDIR": str(workdir / "tmp")}
 
 
+PORT_MOVES = 3
+"""How many times the adapter is started again on another port where its own was taken before it bound it."""
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -84,6 +88,7 @@ class DemoFleet:
     _log: IO[bytes] | None = None
     _starting: set[asyncio.Task[None]] = field(default_factory=set)
     _adapter: subprocess.Popen[bytes] | None = None
+    _port_moves: int = 0
     on_start: Callable[[int], None] = lambda pid: None
     """Called with each process's id as it starts: the directory's janitor waits for it (`workdir_janitor`)."""
 
@@ -98,6 +103,7 @@ class DemoFleet:
                 pod = await self.add_pod(wait=False, own_models=True)
                 pod.ready = True  # running before the demo began
             self.write_targets()
+            self.adapter_port = free_port()  # now, not before the pods started: less time for another to take it
             self._start_adapter()
             yield
         finally:
@@ -131,6 +137,22 @@ class DemoFleet:
         (self.workdir / "policy.yaml").write_text(yaml.safe_dump({"defaults": self.policy}))
         self._adapter = self._start([sys.executable, "-m", "autoscaler.cli", "serve", *self.adapter_arguments()])
 
+    def _moved_off_a_taken_port(self) -> bool:
+        """Start the adapter again on another free port where its port was taken between `free_port` and the
+        adapter's bind (a client's outgoing connection may get any free port as its own: on a busy machine the
+        demo stopped with "cannot listen on 127.0.0.1:34569: Address already in use"). A few times at most."""
+        said = self._last_adapter_error()
+        if self._port_moves >= PORT_MOVES or said is None or "Address already in use" not in said:
+            return False
+        self._port_moves += 1
+        self.adapter_port = free_port()
+        self._start_adapter()
+        return True
+
+    def _last_adapter_error(self) -> str | None:
+        lines = (self.workdir / "processes.log").read_text(errors="replace").splitlines()
+        return next((line.split(": ", 1)[-1] for line in reversed(lines) if " ERROR autoscaler" in line), None)
+
     def _start(self, command: list[str]) -> subprocess.Popen[bytes]:
         process = subprocess.Popen(dying_with_this_process(command), stdout=self._log, stderr=self._log,
                                    env=child_environment(self.workdir))
@@ -139,11 +161,13 @@ class DemoFleet:
         return process
 
     def adapter_failure(self) -> str | None:
-        """Why the adapter process has stopped, from its log's error line; None while it runs."""
+        """Why the adapter process has stopped, from its log's error line; None while it runs (or runs again on
+        another port, its own taken meanwhile: `adapter_port` says which)."""
         if self._adapter is None or (code := self._adapter.poll()) is None:
             return None
-        lines = (self.workdir / "processes.log").read_text(errors="replace").splitlines()
-        said = next((line.split(": ", 1)[-1] for line in reversed(lines) if " ERROR autoscaler" in line), None)
+        if self._moved_off_a_taken_port():
+            return None
+        said = self._last_adapter_error()
         how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
         return f"the adapter stopped ({how})" + (f": {said}" if said else "")
 

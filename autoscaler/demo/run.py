@@ -399,9 +399,15 @@ class Demo:
         sys.stdout.flush()
         self.apply_phase(PHASES[0])
         waiting_since = time.monotonic()
+        port = self.fleet.adapter_port
         while True:
             if (failure := self.fleet.adapter_failure()) is not None:
                 raise DemoError(failure)
+            if self.fleet.adapter_port != port:
+                port = self.fleet.adapter_port
+                print(f"the adapter's port was taken by another program before it listened; it listens on "
+                      f"https://127.0.0.1:{port} instead")
+                sys.stdout.flush()
             answered = await self.answer(session, ServedMetric.DESIRED_REPLICAS)
             shown, value = served_value(ServedMetric.DESIRED_REPLICAS, answered)
             if value is not None:
