@@ -88,6 +88,9 @@ def _check_flag_rules(settings: ServeSettings) -> None:
     _check_leader_durations(settings)
     _warn_settings_of_the_other_source(settings)
     _warn_discovery_settings_with_targets(settings)
+    if settings.tls_service and settings.tls_cert_file:
+        log.warning("--tls-service does nothing with --tls-cert-file: it names the Service in the certificate the "
+                    "adapter generates without one; the names your certificate holds are the ones served")
 
 
 _PROMETHEUS_ONLY = ("prometheus_url", "prometheus_ca_file", "prometheus_token_file", "prometheus_headers",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from autoscaler.api.certs import generate_self_signed
 from tests.support.ports import free_port
 from tests.support.processes import running
 
@@ -97,3 +98,15 @@ def test_a_file_setting_of_the_other_source_must_still_name_a_file(tmp_path: Pat
     assert done.returncode == 2
     assert says.format(missing=missing) in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_tls_service_with_a_certificate_of_ones_own_is_named_at_start(tmp_path: Path) -> None:
+    """`--tls-service` names the Service in the certificate the adapter generates; given beside a certificate of
+    the user's own (`--tls-cert-file`) it did nothing, without a word (s58 security review)."""
+    certs = generate_self_signed(tmp_path / "certs", "modelmesh-autoscaler", ["127.0.0.1"])
+    log = start_log(tmp_path, "--tls-cert-file", str(certs.cert_file), "--tls-private-key-file", str(certs.key_file),
+                    "--tls-service", "autoscaler.monitoring")
+    assert "--tls-service does nothing with --tls-cert-file" in log, log
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    assert "--tls-service does nothing" not in start_log(alone, "--tls-service", "autoscaler.monitoring")
