@@ -267,9 +267,9 @@ class ReplicaBridge:
                 continue
             version = (scale.get("metadata") or {}).get("resourceVersion")
             memory = self._memory.get(key)
-            if (version is not None and memory is not None and version == memory.written
+            if (memory is not None and memory.own_write(version)
                     and not older_generation(memory.generation, generation(scale))):
-                continue  # our own write, handed back, of a spec already reconciled
+                continue  # our own write, handed back (late, perhaps), of a spec already reconciled
             if memory is not None and memory.reconciled_newer_than(scale):
                 continue  # a late event: a newer spec was reconciled already
             if key in listed and older_generation(generation(scale), generation(listed[key])):

@@ -36,14 +36,19 @@ ECHOES_KEPT = 8
 HPA in quick succession while the adapter is slow to read its watch."""
 
 
+WRITES_KEPT = 8
+"""Our own writes to a RuntimeScale whose watch events are recognised as ours (`ScaleMemory.written`)."""
+
+
 @dataclass(slots=True)
 class ScaleMemory:
     """One RuntimeScale's memory (`ReplicaBridge._memory`)."""
 
-    written: str | None = None
-    """The resourceVersion our own last write to it left: the watch hands that write back, and reading its
-    runtime again for it was two requests per status written (10,000 after a new leader's first pass at 5,000
-    runtimes)."""
+    written: list[str] = field(default_factory=list)
+    """The resourceVersions our own last few writes to it left (`WRITES_KEPT`): the watch hands those writes
+    back, and reading its runtime again for one was two requests per status written (10,000 after a new
+    leader's first pass at 5,000 runtimes). Not the last alone: a watch a little behind hands a status write
+    back after the next ask was reconciled and written (an HPA asking again while the status was written)."""
     generation: Generation | None = None
     """The newest spec reconciled: a watch stream can lag behind the pass's own consistent list, and its late
     event of an older spec wrote that older spec.replicas back to the runtime (a pod started, then removed with
@@ -85,6 +90,14 @@ class ScaleMemory:
     (`ReplicaBridge.runtime_changed`)."""
     misplaced: tuple[tuple[str, str], ...] = ()
     """The policy annotations on its runtime already warned about (they belong on the Deployment)."""
+
+    def wrote(self, version: str) -> None:
+        """Our own write left `version` (`written`)."""
+        self.written = [*self.written[-(WRITES_KEPT - 1):], version]
+
+    def own_write(self, version: object) -> bool:
+        """Whether `version` is one our own writes left."""
+        return isinstance(version, str) and version in self.written
 
     def reconciled_newer_than(self, scale: dict[str, Any]) -> bool:
         """Whether a newer spec of this same RuntimeScale object than `scale`'s was reconciled already: `scale`

@@ -360,7 +360,7 @@ class RuntimeScaleReconciler:
             self._metrics.bridge_writes.labels(write, "ok").inc()
         version = (result.get("metadata") or {}).get("resourceVersion")
         if resource is RUNTIME_SCALES and isinstance(version, str):
-            self._remember((namespace, name)).written = version
+            self._remember((namespace, name)).wrote(version)
         return result
 
 
