@@ -85,6 +85,20 @@ async def leader(kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: Any
             await task
 
 
+@contextlib.asynccontextmanager
+async def fight_over_the_busiest_pod(kube: FakeKubeApi, kube_client: KubeClient,
+                                     aiohttp_client: Any) -> AsyncIterator[Cluster]:
+    """Where the fights start: the leader's first costs a minute old, another tool putting -1000 back on pod-a
+    (the busiest) within milliseconds of any other value, the watch showing it, and the load just fallen (3 to
+    2 replicas, pod-b the least needed). The tool gives up when the block ends."""
+    async with watching(kube, list(BEFORE)) as watch, leader(kube, kube_client, aiohttp_client, watch) as cluster:
+        cluster.clock.advance(60.0)
+        async with fighting(kube, "pod-a", "-1000"):
+            await eventually(lambda: watch.deletion_cost(KEY.namespace, "pod-a") == "-1000")
+            cluster.source.load = FALLEN
+            yield cluster
+
+
 async def test_a_cost_another_writer_set_on_the_busiest_pod_holds_the_scale_down_until_written_again(
         kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: Any) -> None:
     async with watching(kube, list(BEFORE)) as watch, leader(kube, kube_client, aiohttp_client, watch) as cluster:
@@ -114,16 +128,12 @@ async def test_a_writer_that_puts_its_cost_back_after_each_write_holds_no_longer
     again a moment after the leader's write, which is not the watch's lag for long. The scale-down waits its
     minute with pod-a written again at each refresh, then goes ahead saying so (as for a refused write)."""
     caplog.set_level(logging.INFO)
-    async with watching(kube, list(BEFORE)) as watch, leader(kube, kube_client, aiohttp_client, watch) as cluster:
-        cluster.clock.advance(60.0)
-        async with fighting(kube, "pod-a", "-1000"):
-            await eventually(lambda: watch.deletion_cost(KEY.namespace, "pod-a") == "-1000")
-            cluster.source.load = FALLEN
-            served = []
-            for _ in range(6):  # 90 s
-                await cluster.refresh()
-                await asyncio.sleep(0.05)  # the writer's pass, and the other tool's answer to it
-                served.append(await cluster.served())
+    async with fight_over_the_busiest_pod(kube, kube_client, aiohttp_client) as cluster:
+        served = []
+        for _ in range(6):  # 90 s
+            await cluster.refresh()
+            await asyncio.sleep(0.05)  # the writer's pass, and the other tool's answer to it
+            served.append(await cluster.served())
     assert served[:4] == [3.0] * 4 and served[-1] == 2.0, served
     assert cluster.patched("pod-a") >= 3, "pod-a written again while held"
     went = [r.getMessage() for r in caplog.records if "goes ahead with stale" in r.getMessage()]

@@ -17,7 +17,6 @@ import logging
 from typing import Any
 
 import pytest
-from kubernetes.aio.client import Configuration
 
 from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
 from autoscaler.kube.client import KubeClient
@@ -27,7 +26,7 @@ from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.kube_pods import KubePodDiscovery
 from tests.actuation.conftest import KEY, SteppedClock, add_pods, pod_view, runtime_view
 from tests.actuation.test_deletion_cost_hold import BEFORE
-from tests.actuation.test_deletion_cost_hold_foreign_cost import FALLEN, annotate, fighting, leader
+from tests.actuation.test_deletion_cost_hold_foreign_cost import FALLEN, annotate, fight_over_the_busiest_pod, leader
 from tests.actuation.test_deletion_cost_recreated_pod import LABELS, watching
 from tests.fakes.kube import FakeKubeApi
 from tests.support.waiting import eventually
@@ -83,15 +82,11 @@ async def test_a_fought_pod_is_written_at_its_minute_after_the_fall_not_at_every
     turned (pod-a busiest, carrying the lowest cost): the runtime is hurried, but pod-a, written again for another
     writer's value, waits its minute (2f227979: written at every refresh, 4 a minute, a line each time)."""
     caplog.set_level(logging.INFO)
-    async with watching(kube, list(BEFORE)) as watch, leader(kube, kube_client, aiohttp_client, watch) as cluster:
-        cluster.clock.advance(60.0)
-        async with fighting(kube, "pod-a", "-1000"):
-            await eventually(lambda: watch.deletion_cost(KEY.namespace, "pod-a") == "-1000")
-            cluster.source.load = FALLEN
-            before = cluster.patched("pod-a")
-            for _ in range(20):  # 5 minutes
-                await cluster.refresh()
-                await asyncio.sleep(0.05)
+    async with fight_over_the_busiest_pod(kube, kube_client, aiohttp_client) as cluster:
+        before = cluster.patched("pod-a")
+        for _ in range(20):  # 5 minutes
+            await cluster.refresh()
+            await asyncio.sleep(0.05)
     assert cluster.patched("pod-a") - before <= 6, cluster.patched("pod-a") - before
     assert len(foreign_lines(caplog)) == 1, foreign_lines(caplog)
     turned = [r.getMessage() for r in caplog.records if "ranking turned" in r.getMessage()]
@@ -203,10 +198,7 @@ async def test_a_watch_that_relists_slowly_after_the_writes_is_no_other_writer(
     names = [f"p{i:03d}" for i in range(300)]
     for name in names:
         kube.add_pod(KEY.namespace, name, labels=LABELS, annotations={DELETION_COST_ANNOTATION: "500"})
-    configuration = Configuration()
-    configuration.host = kube.url
-    configuration.api_key = {"BearerToken": "Bearer test-token"}
-    watch = KubePodDiscovery(configuration, runtimes=[KEY], discover=False, resync_interval_s=0.1,
+    watch = KubePodDiscovery(kube.client_configuration(), runtimes=[KEY], discover=False, resync_interval_s=0.1,
                              request_timeout_s=5.0, backoff_initial_s=0.02, backoff_max_s=0.1)
     await watch.start()
     try:

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
-from kubernetes.aio.client import Configuration
 
 from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
 from autoscaler.api.app import build_api_app
@@ -28,8 +27,9 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.kube_pods import KubePodDiscovery
-from tests.actuation.conftest import KEY, SteppedClock, add_pods
+from tests.actuation.conftest import KEY, SteppedClock
 from tests.actuation.test_deletion_cost_hold import AFTER, PODS, POLICY, LoadSource, holds_counted
+from tests.actuation.test_deletion_cost_recreated_pod import watching
 from tests.fakes.kube import FakeKubeApi
 from tests.support.waiting import eventually
 
@@ -52,16 +52,8 @@ class Replica:
 @pytest.fixture
 async def pod_watch(kube: FakeKubeApi) -> AsyncIterator[KubePodDiscovery]:
     """Real discovery over the fake API: the pods' annotations as a replica not leading sees them."""
-    add_pods(kube, PODS)
-    settings = Configuration()
-    settings.host = kube.url
-    settings.api_key = {"BearerToken": "Bearer test-token"}
-    subject = KubePodDiscovery(settings, runtimes=[KEY], discover=False, resync_interval_s=0.1,
-                               request_timeout_s=2.0, backoff_initial_s=0.02, backoff_max_s=0.1)
-    await subject.start()
-    await kube.wait_for_watches(1, "pods")
-    yield subject
-    await subject.close()
+    async with watching(kube, PODS) as subject:
+        yield subject
 
 
 @pytest.mark.parametrize("lease", ["stays", "moves", "leader dies"])

@@ -7,7 +7,6 @@ import logging
 from collections.abc import AsyncIterator
 
 import pytest
-from kubernetes.aio.client import Configuration
 
 from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
 from autoscaler.kube.client import KubeClient
@@ -15,10 +14,10 @@ from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.kube_pods import KubePodDiscovery
 from tests.actuation.conftest import KEY, SteppedClock, pod_view, runtime_view
+from tests.actuation.test_deletion_cost_recreated_pod import LABELS, watching
 from tests.fakes.kube import FakeKubeApi
 from tests.support.waiting import eventually
 
-LABELS = {"modelmesh-service": "modelmesh-serving", "name": KEY.deployment}
 LEFT_BY_THE_OLD_LEADER = {"pod-a": "900", "pod-b": "300", "pod-c": "0", "pod-d": "500", "pod-e": None}
 RANKED_NOW = {"pod-a": 900, "pod-b": 300, "pod-c": 0, "pod-d": 200, "pod-e": 600}
 
@@ -28,15 +27,8 @@ async def discovery(kube: FakeKubeApi) -> AsyncIterator[KubePodDiscovery]:
     for name, cost in LEFT_BY_THE_OLD_LEADER.items():
         kube.add_pod(KEY.namespace, name, labels=LABELS,
                      annotations={DELETION_COST_ANNOTATION: cost} if cost is not None else None)
-    settings = Configuration()
-    settings.host = kube.url
-    settings.api_key = {"BearerToken": "Bearer test-token"}  # the kubeconfig's token: the fake refuses none
-    subject = KubePodDiscovery(settings, runtimes=[KEY], discover=False, resync_interval_s=0.1,
-                               request_timeout_s=2.0, backoff_initial_s=0.02, backoff_max_s=0.1)
-    await subject.start()
-    await kube.wait_for_watches(1, "pods")
-    yield subject
-    await subject.close()
+    async with watching(kube) as subject:
+        yield subject
 
 
 def new_leader(kube_client: KubeClient, clock: SteppedClock, discovery: KubePodDiscovery | None,

@@ -7,12 +7,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kubernetes.aio.client import Configuration
 
 from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
 from autoscaler.kube.client import KubeClient
@@ -29,14 +28,12 @@ REFRESH_S = 15.0
 
 
 @contextlib.asynccontextmanager
-async def watching(kube: FakeKubeApi, pods: list[str]) -> AsyncIterator[KubePodDiscovery]:
-    """The pods, and discovery watching them as `serve` runs it."""
+async def watching(kube: FakeKubeApi, pods: Iterable[str] = ()) -> AsyncIterator[KubePodDiscovery]:
+    """The pods (none: a test that put its own on `kube`), and discovery watching the runtime's as `serve` runs
+    it, with the kubeconfig's token (the fake refuses none), its watch open."""
     for name in pods:
         kube.add_pod(KEY.namespace, name, labels=LABELS)
-    configuration = Configuration()
-    configuration.host = kube.url
-    configuration.api_key = {"BearerToken": "Bearer test-token"}  # the kubeconfig's: the fake refuses none
-    subject = KubePodDiscovery(configuration, runtimes=[KEY], discover=False, resync_interval_s=0.1,
+    subject = KubePodDiscovery(kube.client_configuration(), runtimes=[KEY], discover=False, resync_interval_s=0.1,
                                request_timeout_s=2.0, backoff_initial_s=0.02, backoff_max_s=0.1)
     await subject.start()
     try:

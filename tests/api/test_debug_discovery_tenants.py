@@ -30,7 +30,6 @@ import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from kubernetes.aio.client import Configuration
 
 from autoscaler.api.app import build_api_app
 from autoscaler.api.auth import build_api_security
@@ -101,10 +100,7 @@ async def serving(kube: FakeKubeApi, pki: Pki, settings: ServeSettings,
                   source_for: Callable[[KubePodDiscovery], MetricSource],
                   exporter_port: int = DEFAULT_EXPORTER_PORT) -> AsyncIterator[Tenants]:
     """The adapter over the fake cluster (`runtimes`) with the source `source_for` makes of its discovery."""
-    configuration = Configuration()
-    configuration.host = kube.url
-    configuration.api_key = {"BearerToken": "Bearer test-token"}  # the kubeconfig's: the fake refuses none
-    discovery = KubePodDiscovery(configuration, namespaces=[MINE.namespace, THEIRS.namespace],
+    discovery = KubePodDiscovery(kube.client_configuration(), namespaces=[MINE.namespace, THEIRS.namespace],
                                  request_timeout_s=2.0, watch_timeout_s=1, resync_interval_s=0.2,
                                  backoff_initial_s=0.02, backoff_max_s=0.1, exporter_port=exporter_port)
     source = source_for(discovery)

@@ -38,7 +38,6 @@ from autoscaler.sources.scrape import ScrapeSource
 from bench.fake_exporter import exporter_text
 from tests.fakes.kube import FakeKubeApi
 from tests.sources.static_discovery import StaticDiscovery
-from tests.sources.test_kube_pods import configuration
 
 FLEET = 200
 LONGEST_LINE = 2_000
@@ -55,7 +54,7 @@ def fleet_of(kube: FakeKubeApi, namespace: str = "fleet") -> list[RuntimeKey]:
 async def test_discovering_a_fleet_logs_one_short_line(kube: FakeKubeApi, caplog: pytest.LogCaptureFixture) -> None:
     keys = fleet_of(kube)
     caplog.set_level(logging.INFO, logger="autoscaler.sources")
-    subject = KubePodDiscovery(configuration(kube), runtimes=[], discover=True, namespaces=["fleet"],
+    subject = KubePodDiscovery(kube.client_configuration(), runtimes=[], discover=True, namespaces=["fleet"],
                                resync_interval_s=30, request_timeout_s=5.0)
     await subject.start()
     try:

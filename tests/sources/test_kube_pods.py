@@ -38,12 +38,6 @@ async def kube() -> AsyncIterator[FakeKubeApi]:
         yield server
 
 
-def configuration(kube: FakeKubeApi) -> Configuration:
-    settings = Configuration()
-    settings.host = kube.url
-    return settings
-
-
 def discovery(kube: FakeKubeApi, **options: Any) -> KubePodDiscovery:
     """Discovery tuned for tests: fast backoff and resync, short server-side watch timeout."""
     defaults: dict[str, Any] = {
@@ -55,7 +49,7 @@ def discovery(kube: FakeKubeApi, **options: Any) -> KubePodDiscovery:
         "backoff_initial_s": 0.02,
         "backoff_max_s": 0.1,
     }
-    return KubePodDiscovery(configuration(kube), **{**defaults, **options})
+    return KubePodDiscovery(kube.client_configuration(), **{**defaults, **options})
 
 
 @pytest.fixture
@@ -356,7 +350,7 @@ async def test_an_api_client_factory_is_accepted(kube: FakeKubeApi) -> None:
     made: list[ApiClient] = []
 
     def factory() -> ApiClient:
-        made.append(ApiClient(configuration(kube)))
+        made.append(ApiClient(kube.client_configuration()))
         return made[-1]
 
     subject = KubePodDiscovery(factory, runtimes=[TRITON], discover=False)

@@ -21,7 +21,6 @@ from autoscaler.model import RuntimeKey
 from autoscaler.sources.kube_pods import KubePodDiscovery
 from autoscaler.sources.reread_news import RereadNews
 from tests.fakes.kube import FakeKubeApi
-from tests.sources.test_kube_pods import configuration
 
 NS = "fleet"
 RUNTIMES = 40
@@ -42,7 +41,7 @@ async def kube() -> AsyncIterator[FakeKubeApi]:
 
 async def discovering(kube: FakeKubeApi) -> KubePodDiscovery:
     """Discovery of namespace `NS` whose resync waits an hour: what is said is what the reads by name say."""
-    subject = KubePodDiscovery(configuration(kube), runtimes=[], discover=True, namespaces=[NS],
+    subject = KubePodDiscovery(kube.client_configuration(), runtimes=[], discover=True, namespaces=[NS],
                                resync_interval_s=3600, reread_interval_s=0.5, request_timeout_s=5.0)
     await subject.start()
     return subject

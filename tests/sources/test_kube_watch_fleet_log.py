@@ -16,7 +16,6 @@ from autoscaler.kube.watch_news import QUIET_S
 from autoscaler.log_lists import NAMED
 from autoscaler.sources.kube_pods import KubePodDiscovery
 from tests.fakes.kube import FakeKubeApi
-from tests.sources.test_kube_pods import configuration
 from tests.support.waiting import eventually
 
 TENANTS = [f"tenant{number}" for number in range(30)]
@@ -45,7 +44,7 @@ async def test_thirty_tenants_watches_established_at_start_are_one_line(
     if late_s:
         kube.delay("/namespaces/tenant2[0-9]/pods", late_s)
     caplog.set_level(logging.INFO, logger="autoscaler.sources.kube_pods")
-    subject = KubePodDiscovery(configuration(kube), runtimes=[], discover=True, namespaces=TENANTS,
+    subject = KubePodDiscovery(kube.client_configuration(), runtimes=[], discover=True, namespaces=TENANTS,
                                resync_interval_s=3600, request_timeout_s=5.0)
     await subject.start()
     try:
@@ -62,7 +61,7 @@ async def test_thirty_tenants_watches_established_at_start_are_one_line(
 async def test_an_api_server_restart_breaking_thirty_watches_is_two_lines(
     kube: FakeKubeApi, caplog: pytest.LogCaptureFixture,
 ) -> None:
-    subject = KubePodDiscovery(configuration(kube), runtimes=[], discover=True, namespaces=TENANTS,
+    subject = KubePodDiscovery(kube.client_configuration(), runtimes=[], discover=True, namespaces=TENANTS,
                                resync_interval_s=3600, request_timeout_s=5.0)
     caplog.set_level(logging.INFO, logger="autoscaler.sources.kube_pods")
     await subject.start()

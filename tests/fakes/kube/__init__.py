@@ -71,8 +71,8 @@ Kept as the real server does it (checked against kubernetes/apiserver sources):
   that user, but for the health endpoints and /version (`anonymous_auth = False`: 401 Unauthorized, as with
   `--anonymous-auth=false`); kubectl over plain http is let through (client-go sends credentials only over
   TLS). `require_token` refuses anything but that token (or one in `tokens`) with 401. Clients built by hand
-  (`Configuration().host = kube.url`, an `aiohttp` session standing in for the HPA controller) send a bearer
-  token in tests that write a kubeconfig.
+  send a bearer token in tests that write a kubeconfig: `kube.client_configuration()` for a `kubernetes.aio`
+  client, an `Authorization` header for an `aiohttp` session standing in for the HPA controller.
 - SubjectAccessReview and TokenReview are validated like the server does and echoed with a `status`; creation
   answers 201. An unknown token gets `status: {user: {}, error: ...}`: `authenticated` is omitted, as Go's
   `omitempty` drops a false bool. Authenticated users get the `system:authenticated` group added.

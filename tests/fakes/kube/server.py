@@ -16,7 +16,7 @@ import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from aiohttp import web
@@ -30,6 +30,9 @@ from tests.fakes.kube.resources import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, pa
 from tests.fakes.kube.reviews import AuthReviews
 from tests.fakes.kube.subresources import Subresources
 from tests.fakes.kube.wire import JSON, ApiError, json_body, json_response, truthy
+
+if TYPE_CHECKING:
+    from kubernetes.aio.client import Configuration
 
 
 class FakeKubeApi(ClusterControls, KServeControls, AuthReviews, Subresources, FaultInjection):
@@ -144,6 +147,23 @@ class FakeKubeApi(ClusterControls, KServeControls, AuthReviews, Subresources, Fa
         }
         target.write_text(yaml.safe_dump(document, sort_keys=False))
         return target
+
+    def client_configuration(self, token: str = "test-token") -> Configuration:
+        """A `kubernetes.aio` client `Configuration` for this server carrying `token` as a bearer token (the one
+        `write_kubeconfig` hands out by default), for a client a test builds by hand beside one from a kubeconfig
+        (discovery's pod watch next to the writer's `KubeClient`, say).
+
+        Once a kubeconfig is written the fake refuses a request without credentials (anonymous, 403), so a
+        client built without the token sees its lists and watches fail, and the test waits for nothing until it
+        times out; before that (and without `require_token`) the header goes unread. Plain http only: a
+        `tls=True` fake wants the kubeconfig."""
+        # Imported here, as trustme is for TLS: process mode (`python -m tests.fakes.kube`) goes without the client.
+        from kubernetes.aio.client import Configuration
+
+        configuration = Configuration()
+        configuration.host = self.url
+        configuration.api_key = {"BearerToken": f"Bearer {token}"}
+        return configuration
 
     def _make_tls(self) -> ssl.SSLContext:
         import trustme  # a test dependency; imported only when TLS is asked for
