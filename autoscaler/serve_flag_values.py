@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Final
 
-from autoscaler.policies.policy_values import MAX_STALENESS_RANGE_S
+from autoscaler.policies.policy_values import MAX_STALENESS_RANGE_S, SCALE_DOWN_TAU_RANGE_S
 from autoscaler.sources.prometheus_matchers import LABEL_NAME, parse_matchers
 from exporter.flag_values import (
     LOAD_WINDOW_RANGE_S,
@@ -82,6 +82,21 @@ window = seconds_within(*WINDOW_RANGE_S)
 
 max_staleness = seconds_within(*MAX_STALENESS_RANGE_S)
 """Seconds after which a pod's signal counts as missing, within `MAX_STALENESS_RANGE_S` (the policy key's)."""
+
+scale_down_tau = seconds_within(*SCALE_DOWN_TAU_RANGE_S, read=seconds_from_zero)
+"""Seconds of the served values' time constant of fall, within `SCALE_DOWN_TAU_RANGE_S` (the policy key's; 0: at
+once)."""
+
+
+LEADER_ELECTION_RANGE_S: Final = (0.1, 3600.0)
+"""The leader election's three durations taken (`--leader-elect-lease-duration`, `-renew-deadline`,
+`-retry-period`). `--leader-elect-lease-duration 1e300` (or 3e9) was taken, and the API server refused every
+attempt to create the Lease (400: its leaseDurationSeconds is an int32), so no replica ever led and no deletion cost
+was written. An hour is already far beyond kube's own 15, 10 and 2 s: a leader that died is taken over only after
+its lease duration, and writes nothing meanwhile. From a tenth of a second, the shortest interval of the others."""
+
+leader_election_seconds = seconds_within(*LEADER_ELECTION_RANGE_S)
+"""Seconds of a Lease's duration, renew deadline or retry period, within `LEADER_ELECTION_RANGE_S`."""
 
 
 SHUTDOWN_DELAY_RANGE_S: Final = (0.0, 300.0)

@@ -31,6 +31,7 @@ from autoscaler.serve_flag_values import (
     headers,
     label_matchers,
     label_name,
+    leader_election_seconds,
     max_staleness,
     namespaces,
     niceness,
@@ -39,6 +40,7 @@ from autoscaler.serve_flag_values import (
     prometheus_url,
     refresh_interval,
     review_cache_ttl,
+    scale_down_tau,
     scrape_timeout,
     server_name,
     service,
@@ -69,8 +71,6 @@ from exporter.flag_values import (
     host_port,
     order,
     port,
-    seconds,
-    seconds_from_zero,
 )
 
 ENV_PREFIX: Final = "AUTOSCALER_"
@@ -405,10 +405,9 @@ _OPTIONS: Final = (
     _Option("--skew-order", order, "power-mean order p over pods, at least 1 (1: plain mean); policy key "
             "skew_order for every runtime the config file or an annotation leaves unset", f"{_POLICY.skew_order:g}",
             "P", _DECIDE),
-    _Option("--scale-down-tau", seconds_from_zero, "seconds: time constant of the served values' fall (0: they fall "
-            "at once); policy key scale_down_tau_s, as for --skew-order", f"{_POLICY.scale_down_tau_s:g} s", "SECONDS",
-            _DECIDE,
-            setting="scale_down_tau_s"),
+    _Option("--scale-down-tau", scale_down_tau, "seconds: time constant of the served values' fall (0 to 86400; 0: "
+            "they fall at once); policy key scale_down_tau_s, as for --skew-order", f"{_POLICY.scale_down_tau_s:g} s",
+            "SECONDS", _DECIDE, setting="scale_down_tau_s"),
     _Option("--max-staleness", max_staleness, "seconds after which a pod's signal counts as missing; policy key "
             "max_staleness_s, as for --skew-order (0.1 to 10800: three of the longest --refresh-interval; at least "
             "the exporters' --modelmesh-interval plus a refresh's reads, else signals go stale between reads)",
@@ -422,12 +421,13 @@ _OPTIONS: Final = (
             "runtime pods", "on", "{on,off}", _ACT, to_setting=_is_on),
     _Option("--leader-elect", choice("true", "false"), "elect one writer of deletion costs through a Lease",
             "true in a cluster, false outside", "{true,false}", _ACT, to_setting=_is_true),
-    _Option("--leader-elect-lease-duration", seconds, "seconds a leader's Lease lasts",
+    _Option("--leader-elect-lease-duration", leader_election_seconds, "seconds a leader's Lease lasts (0.1 to 3600)",
             f"{_D.leader_elect_lease_duration_s:g} s", "SECONDS", _ACT, setting="leader_elect_lease_duration_s"),
-    _Option("--leader-elect-renew-deadline", seconds, "seconds the leader keeps trying to renew before "
-            "giving up", f"{_D.leader_elect_renew_deadline_s:g} s", "SECONDS", _ACT,
+    _Option("--leader-elect-renew-deadline", leader_election_seconds, "seconds the leader keeps trying to renew "
+            "before giving up (0.1 to 3600)", f"{_D.leader_elect_renew_deadline_s:g} s", "SECONDS", _ACT,
             setting="leader_elect_renew_deadline_s"),
-    _Option("--leader-elect-retry-period", seconds, "seconds between attempts to acquire or renew",
+    _Option("--leader-elect-retry-period", leader_election_seconds, "seconds between attempts to acquire or renew "
+            "(0.1 to 3600)",
             f"{_D.leader_elect_retry_period_s:g} s", "SECONDS", _ACT, setting="leader_elect_retry_period_s"),
     _Option("--leader-elect-namespace", namespace, "namespace of the Lease",
             "the adapter's own namespace", "NAMESPACE", _ACT),

@@ -165,6 +165,15 @@ pod_resources_wait = seconds_within(*POD_RESOURCES_WAIT_RANGE_S)
 """Seconds the start waits for the kubelet's PodResources API, within `POD_RESOURCES_WAIT_RANGE_S`."""
 
 
+MODEL_RECENCY_HORIZON_RANGE_S = (0.0, 604_800.0)
+"""The model recency horizons taken: `--model-recency-horizon 1e300` was taken and kept every model the pod ever
+served in the output, which the horizon is there to stop. A week is far past any `target_lru_age_s` (models used
+within it should stay cached; the built-in 600 s) and past a weekly job's models; 0 turns the family off."""
+
+model_recency_horizon = seconds_within(*MODEL_RECENCY_HORIZON_RANGE_S, read=seconds_or_off)
+"""Seconds a served model stays in the output, within `MODEL_RECENCY_HORIZON_RANGE_S` (0: off)."""
+
+
 _UUID_HINT: Final = "give the UUIDs nvidia-smi -L prints (GPU-..., MIG-...)"
 
 
@@ -248,11 +257,11 @@ _OPTIONS: Final = (
     _Option("--load-window", load_window, "seconds over which requests/s, mean queue delay and cache misses/s "
             "are computed (0.1 to 3600); at least --modelmesh-interval", f"{_D.load_window_s:g} s", "SECONDS",
             setting="load_window_s"),
-    _Option("--model-recency-horizon", seconds_or_off, "with ModelMesh's per-model metrics on "
+    _Option("--model-recency-horizon", model_recency_horizon, "with ModelMesh's per-model metrics on "
             "(MM_METRICS=prometheus:...;per_model_metrics=true), the exporter publishes per model when this pod "
             "last served it (modelmesh_pod_model_last_served_timestamp_seconds{model_id}); a model not served for "
             "longer than this many seconds is left out, so the output holds the models served recently, not every "
-            "model the pod ever served. At least the adapter's target_lru_age_s, and at least "
+            "model the pod ever served (0 to 604800, a week). At least the adapter's target_lru_age_s, and at least "
             "--modelmesh-interval", f"{_D.model_recency_horizon_s:g} s; 0: off", "SECONDS",
             setting="model_recency_horizon_s"),
     _Option("--no-gpu", boolean, "turn the GPU collector off (CPU-only runtimes)", "GPU on", switch=True,

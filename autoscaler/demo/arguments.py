@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Final
 
-from exporter.flag_values import seconds, whole_number_within
+from exporter.flag_values import seconds, seconds_within, whole_number_within
 
 DEMO_MIN_INTERVAL_S: Final = 1.0
 """The shortest `--interval`: the demo's adapter refreshes once a second (`fleet.DemoFleet.adapter_arguments`), so a
@@ -17,6 +17,22 @@ printed 363 lines in 20 s."""
 DEMO_MAX_PODS: Final = 32
 """The most pods `demo` runs: each is a fake ModelMesh and a real exporter process on this machine (about 40 MB
 and some CPU each); `--pods 100000` began starting them one by one on a 2-core machine, without a word."""
+
+
+DEMO_DURATION_RANGE_S: Final = (1.0, 86_400.0)
+"""The scenario lengths taken: `--duration 1e300` was taken and ran until Ctrl-C; a day is already far more than
+the scenario shows, and below a second not one of the adapter's refreshes happens."""
+
+demo_duration = seconds_within(*DEMO_DURATION_RANGE_S)
+"""Seconds the scenario runs, within `DEMO_DURATION_RANGE_S`."""
+
+DEMO_START_TIMEOUT_RANGE_S: Final = (1.0, 3600.0)
+"""The waits for the adapter's first value taken: `--start-timeout 1e300` waited for ever on a pod that never
+started; an hour is far past the slowest machine's start (a minute is the default), and below a second the
+adapter's first refresh cannot come."""
+
+demo_start_timeout = seconds_within(*DEMO_START_TIMEOUT_RANGE_S)
+"""Seconds to wait for the adapter's first value and for pods still starting, within `DEMO_START_TIMEOUT_RANGE_S`."""
 
 
 def demo_pods(value: str) -> int:
@@ -37,16 +53,18 @@ def demo_interval(value: str) -> float:
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     """The demo's flags, checked as `serve` checks its own (`autoscaler.settings`): a value it cannot run with
     (`--pods 0`, `--duration nan`) is one line naming the flag and the value, before anything starts."""
-    parser.add_argument("--duration", type=seconds, default=60.0, metavar="SECONDS",
-                        help="seconds the scenario runs, from the adapter's first served value (longer where the "
+    parser.add_argument("--duration", type=demo_duration, default=60.0, metavar="SECONDS",
+                        help=f"seconds the scenario runs, {DEMO_DURATION_RANGE_S[0]:g} to "
+                             f"{DEMO_DURATION_RANGE_S[1]:g}, from the adapter's first served value (longer where the "
                              "traffic drop waits for pods still starting); Ctrl-C stops it earlier (default 60)")
     parser.add_argument("--pods", type=demo_pods, default=4, metavar="N",
                         help=f"fake ModelMesh pods at the start, 1 to {DEMO_MAX_PODS} (default 4)")
     parser.add_argument("--max-pods", type=demo_pods, default=None, metavar="N",
                         help=f"the demo HPA's maxReplicas, at least --pods and at most {DEMO_MAX_PODS} (default 2 x "
                              f"--pods, at most {DEMO_MAX_PODS})")
-    parser.add_argument("--start-timeout", type=seconds, default=60.0, metavar="SECONDS",
-                        help="how long the demo waits for the adapter's first value before the scenario starts, "
+    parser.add_argument("--start-timeout", type=demo_start_timeout, default=60.0, metavar="SECONDS",
+                        help=f"{DEMO_START_TIMEOUT_RANGE_S[0]:g} to {DEMO_START_TIMEOUT_RANGE_S[1]:g} seconds: how "
+                             "long the demo waits for the adapter's first value before the scenario starts, "
                              "and the traffic drop for pods still starting (default 60)")
     parser.add_argument("--interval", type=demo_interval, default=3.0, metavar="SECONDS",
                         help=f"seconds between printed tables, at least {DEMO_MIN_INTERVAL_S:g} (default 3)")

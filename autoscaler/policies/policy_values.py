@@ -177,6 +177,13 @@ of a refresh and of an exporter's reads; under the exporters' `--modelmesh-inter
 signals turn stale between two reads: see docs/configuration.md."""
 
 
+SCALE_DOWN_TAU_RANGE_S: Final = (0.0, 86_400.0)
+"""The `scale_down_tau_s` taken (policy key, annotation, `--scale-down-tau`). Up to a day: 1e300 was taken and the
+served values never fell, so the HPA never scaled down, with nothing said; a fall of one pod takes the time constant
+times ln 10, 2.3 days at a day's, already far beyond any scale-down a platform waits for (the HPA's own
+stabilization window is at most an hour). 0 serves falls at once."""
+
+
 def _positive(x: float | None) -> bool:
     return x is not None and x > 0.0
 
@@ -198,7 +205,11 @@ _CHECKS: Final[tuple[tuple[str, Callable[[RuntimePolicy], bool], str], ...]] = (
     ("target_lru_age_s", lambda p: _positive(p.target_lru_age_s), "must be > 0 seconds"),
     ("cache_full_ratio", lambda p: _ratio(p.cache_full_ratio), "must be in (0, 1]"),
     ("cache_pressure_cap", lambda p: _positive(p.cache_pressure_cap), "must be > 0"),
-    ("scale_down_tau_s", lambda p: p.scale_down_tau_s >= 0.0, "must be >= 0 seconds (0: fall at once)"),
+    (
+        "scale_down_tau_s",
+        lambda p: SCALE_DOWN_TAU_RANGE_S[0] <= p.scale_down_tau_s <= SCALE_DOWN_TAU_RANGE_S[1],
+        f"must be {SCALE_DOWN_TAU_RANGE_S[0]:g} to {SCALE_DOWN_TAU_RANGE_S[1]:g} seconds (0: fall at once)",
+    ),
     # At most what the adapter ever serves: a larger floor was served as 1,000,000 without a word.
     (
         "min_replicas",

@@ -14,10 +14,12 @@ untimed copies held requests on pods that cannot serve them (stuck_copies.py), t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from autoscaler.policies.policy_values import SCALE_DOWN_TAU_RANGE_S
 from autoscaler.simulation.figures import ratio_text
 from autoscaler.simulation.goal import LABELS, POD_HOURS, delay_limit
 from autoscaler.simulation.goal_ceiling import FIELD
@@ -65,10 +67,11 @@ class Lever:
     """What the setting does, in a few words, for report.json."""
 
 
-def _times(factor: float, low: float = 0.0) -> Callable[[float], float]:
+def _times(factor: float, low: float = 0.0, high: float = math.inf) -> Callable[[float], float]:
     """`factor` times the value in effect, never under `low`: halving again and again from a follow-up run's
-    advice went 75 -> 18.75 -> 4.7 s, under the HPA's 15 s sync."""
-    return lambda now: round(max(low, now * factor), 3)
+    advice went 75 -> 18.75 -> 4.7 s, under the HPA's 15 s sync; nor over `high`, the most the key takes: doubling
+    a day's `scale_down_tau_s` advised a policy file the adapter refuses."""
+    return lambda now: round(min(high, max(low, now * factor)), 3)
 
 
 def _by(delta: float, low: float, high: float) -> Callable[[float], float]:
@@ -86,7 +89,7 @@ LEVERS: Final = (
           "each pod runs busier, so fewer pods carry the load"),
     Lever("pod_hours", HPA_WINDOW, LOWER, lambda now: float(SHIPPED_BEHAVIOR.scale_down.stabilization_window_s),
           "delayed", "the HPA scales down without waiting out the window (the shipped behavior's)"),
-    Lever("delayed", "scale_down_tau_s", RAISE, _times(2), "pod_hours",
+    Lever("delayed", "scale_down_tau_s", RAISE, _times(2, high=SCALE_DOWN_TAU_RANGE_S[1]), "pod_hours",
           "the served replicas fall slower, so pods are there when the load comes back"),
     Lever("delayed", "target_gpu_busy", LOWER, _by(-0.1, 0.05, 0.95), "pod_hours",
           "each pod keeps more headroom for bursts"),

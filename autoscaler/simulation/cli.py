@@ -22,6 +22,14 @@ from autoscaler.policies.config import ConfigError
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.yaml_errors import yaml_error_text
+from autoscaler.simulation.cluster_flag_values import (
+    MIN_CHURN_AGE_RANGE_S,
+    POD_WAIT_RANGE_S,
+    TICK_RANGE_S,
+    min_churn_age,
+    pod_wait,
+    tick,
+)
 from autoscaler.simulation.figures import figure
 from autoscaler.simulation.goal_ceiling import goal_ceiling_text
 from autoscaler.simulation.hpa import SYNC_PERIOD_S, Behavior
@@ -44,7 +52,7 @@ from autoscaler.simulation.synthetic_size import (
     MAX_SYNTHETIC_RPS,
 )
 from exporter.env_flags import Switch
-from exporter.flag_values import count, positive, seconds, seconds_or_off, whole_number, whole_number_within
+from exporter.flag_values import count, positive, whole_number, whole_number_within
 
 if TYPE_CHECKING:
     from autoscaler.simulation.cluster import ClusterShape
@@ -140,19 +148,21 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                        help="requests per second one pod serves at 100%% busy (default 20)")
     shape.add_argument("--cache-models", metavar="N", type=count, default=100,
                        help="model copies one pod holds (default 100)")
-    shape.add_argument("--load-time", metavar="SECONDS", type=seconds, default=10.0,
-                       help="seconds to load a model (default 10)")
+    shape.add_argument("--load-time", metavar="SECONDS", type=pod_wait, default=10.0,
+                       help=f"seconds to load a model, {POD_WAIT_RANGE_S[0]:g} to {POD_WAIT_RANGE_S[1]:g} (default 10)")
     shape.add_argument("--load-concurrency", metavar="N", type=count, default=1,
                        help="models one pod loads at a time, the runtime's maxLoadingConcurrency; the rest wait in "
                             "its loading queue, a load a request waits for first: paces cold loads, the rate "
                             "check's extra copies and those a scale-down's pre-shutdown sends to the pods that stay "
                             "(default 1, as ModelMesh Serving's built-in adapters)")
-    shape.add_argument("--startup-delay", metavar="SECONDS", type=seconds, default=30.0,
-                       help="seconds until a new pod is Ready, above 0 (default 30)")
-    shape.add_argument("--min-churn-age", metavar="SECONDS", type=seconds_or_off, default=300.0,
+    shape.add_argument("--startup-delay", metavar="SECONDS", type=pod_wait, default=30.0,
+                       help=f"seconds until a new pod is Ready, {POD_WAIT_RANGE_S[0]:g} to {POD_WAIT_RANGE_S[1]:g} "
+                            "(default 30)")
+    shape.add_argument("--min-churn-age", metavar="SECONDS", type=min_churn_age, default=300.0,
                        help="a full pod whose least recently used model is younger refuses a load and the request "
                             "fails, as ModelMesh's tas.min_churn_age_ms (10x max(3 s, the runtime's load timeout / "
-                            "3)); 0: never (default 300, for modelmesh-serving's 90 s load timeout)")
+                            f"3)); {MIN_CHURN_AGE_RANGE_S[0]:g} to {MIN_CHURN_AGE_RANGE_S[1]:g}, 0: never (default "
+                            "300, for modelmesh-serving's 90 s load timeout)")
     shape.add_argument("--queue-untimed", action=Switch, default=False,
                        help="ModelMesh times no request queue, as on modelmesh-serving's built-in runtimes unless "
                             "the ServingRuntime is annotated perModelConcurrencyLimit: the exporter reports a queue "
@@ -171,8 +181,8 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                        help="HPA maxReplicas (default: twice what the trace's peak needs: pods to serve its "
                             "requests at full capacity or, where more, to hold the models used within "
                             "target_lru_age_s, 600 s, in --cache-models copies each)")
-    shape.add_argument("--tick", metavar="SECONDS", type=seconds, default=5.0,
-                       help="simulation step in seconds (default 5)")
+    shape.add_argument("--tick", metavar="SECONDS", type=tick, default=5.0,
+                       help=f"simulation step in seconds, {TICK_RANGE_S[0]:g} to {TICK_RANGE_S[1]:g} (default 5)")
     shape.add_argument("--slo-queue-ms", metavar="MS", type=positive, default=100.0,
                        help="a request waiting longer than this in a queue is delayed (default 100)")
     parser.add_argument("--advice", type=_lower, choices=ADVICE_CHOICES, default="measure",

@@ -28,7 +28,7 @@ CONFIG_KEYS = sorted(({lever.setting for lever in LEVERS} & {f.name for f in fie
 ratios = st.floats(min_value=0.01, max_value=1.0, allow_nan=False)
 durations = st.floats(min_value=0.001, max_value=86_400.0, allow_nan=False)
 policies = st.builds(RuntimePolicy, target_gpu_busy=ratios, cache_full_ratio=ratios, queue_drain_s=durations,
-                     target_lru_age_s=durations, scale_down_tau_s=st.floats(min_value=0.0, max_value=86_400.0),
+                     target_lru_age_s=durations, scale_down_tau_s=st.floats(min_value=0.0, max_value=8_640.0),
                      skew_order=st.sampled_from([1.0, 2.0, 3.5]))
 paths = st.text(st.characters(codec="utf-8", exclude_characters="\x00\r\n"), min_size=1, max_size=20).filter(
     lambda text: not text.startswith("-") and text.strip() == text)

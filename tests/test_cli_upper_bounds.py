@@ -1,0 +1,190 @@
+"""Durations that had no upper bound, refused at start in the one line their neighbours' ranges are said in.
+
+`serve --leader-elect-lease-duration 1e300` (or 3e9) started, and every attempt to create the Lease was refused by
+the API server (400: leaseDurationSeconds is an int32), so no replica ever led and no deletion cost was written;
+`--scale-down-tau 1e300` (and the policy key `scale_down_tau_s`) served values that never fell; the exporter's
+`--model-recency-horizon 1e300` kept every model the pod ever served; `simulate --tick 1e300` and `--tick 1e-300`
+stopped with an OverflowError traceback, `--startup-delay`, `--load-time` 1e300 ran a day whose pods never got
+Ready or never loaded a model; `demo --duration 1e300` ran for ever. Values at the bound still start.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autoscaler import cli
+from tests.support.ports import free_port
+from tests.support.processes import TEST_PROCESS_ENV, running, start, stop, wait_until_logged
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, **TEST_PROCESS_ENV, "PYTHONPATH": str(REPO)}
+
+TARGETS = """runtimes:
+  - namespace: default
+    deployment: modelmesh-serving-demo
+    pods:
+      - {name: demo-0, url: "http://127.0.0.1:1/metrics"}
+"""
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u, namespace: default}}]
+current-context: c
+"""
+
+
+def command(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "autoscaler.cli", *args], capture_output=True, text=True,
+                          timeout=120, cwd=cwd, env={**ENV, **(env or {})})
+
+
+SERVE_REFUSED = [
+    # Taken: the Lease's leaseDurationSeconds, an int32, was refused (400) at every attempt, and no replica led.
+    ("--leader-elect-lease-duration", "1e300", "must be 0.1 to 3600 seconds"),
+    ("--leader-elect-lease-duration", "3e9", "must be 0.1 to 3600 seconds"),
+    ("--leader-elect-lease-duration", "0", "must be 0.1 to 3600 seconds"),
+    ("--leader-elect-renew-deadline", "1e300", "must be 0.1 to 3600 seconds"),
+    ("--leader-elect-retry-period", "1e300", "must be 0.1 to 3600 seconds"),
+    ("--leader-elect-retry-period", "2h", "must be 0.1 to 3600 seconds"),
+    # Taken: the served values never fell.
+    ("--scale-down-tau", "1e300", "must be 0 to 86400 seconds"),
+    ("--scale-down-tau", "86401", "must be 0 to 86400 seconds"),
+]
+
+
+@pytest.mark.parametrize(("flag", "value", "says"), SERVE_REFUSED, ids=[f"{f}={v}" for f, v, _ in SERVE_REFUSED])
+def test_serve_refuses_a_duration_past_its_bound_in_one_line_naming_flag_value_and_range(
+        flag: str, value: str, says: str, tmp_path: Path) -> None:
+    done = command("serve", "--insecure-dev", flag, value, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line == f"modelmesh-autoscaler serve: error: argument {flag}: {says}, got {value!r}"
+
+
+def test_serve_refuses_a_lease_duration_past_its_bound_from_its_variable_too(tmp_path: Path) -> None:
+    done = command("serve", "--insecure-dev", cwd=tmp_path, env={"AUTOSCALER_LEADER_ELECT_LEASE_DURATION": "1e300"})
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert "AUTOSCALER_LEADER_ELECT_LEASE_DURATION" in line and "must be 0.1 to 3600 seconds, got '1e300'" in line
+
+
+def test_serve_starts_with_every_bounded_duration_at_its_bound(tmp_path: Path) -> None:
+    """An hour's Lease (renewed within 3599 s, retried every 2999 s: within the rules between them) and a day's
+    fall: the adapter serves."""
+    (tmp_path / "targets.yaml").write_text(TARGETS)
+    (tmp_path / "kubeconfig").write_text(KUBECONFIG)
+    log = tmp_path / "serve.log"
+    process = start(["autoscaler.cli", "serve", "--insecure-dev", "--workers", "0", "--listen",
+                     f"127.0.0.1:{free_port()}", "--targets", str(tmp_path / "targets.yaml"), "--kubeconfig",
+                     str(tmp_path / "kubeconfig"), "--leader-elect", "true", "--leader-elect-lease-duration", "1h",
+                     "--leader-elect-renew-deadline", "3599", "--leader-elect-retry-period", "2999",
+                     "--scale-down-tau", "24h"], log, env={"PYTHONPATH": str(REPO)})
+    try:
+        wait_until_logged(process, log, "serving external.metrics.k8s.io")
+    finally:
+        stop(process)
+
+
+def test_a_policy_file_s_scale_down_tau_past_a_day_stops_the_start_naming_key_value_and_range(
+        tmp_path: Path) -> None:
+    (tmp_path / "targets.yaml").write_text(TARGETS)
+    (tmp_path / "policy.yaml").write_text("defaults: {scale_down_tau_s: 1e300}\n")
+    done = command("serve", "--insecure-dev", "--workers", "0", "--listen", f"127.0.0.1:{free_port()}", "--targets",
+                   str(tmp_path / "targets.yaml"), "--config", str(tmp_path / "policy.yaml"), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    [line] = [line for line in done.stderr.splitlines() if "cannot start" in line]
+    assert "scale_down_tau_s must be 0 to 86400 seconds (0: fall at once), got 1e+300" in line, line
+
+
+def exporter(*flags: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "exporter.cli", "--no-gpu", "--modelmesh-url",
+                           "http://127.0.0.1:1/metrics", *flags], capture_output=True, text=True, timeout=60, cwd=cwd,
+                          env={**ENV, **{k: "" for k in os.environ if k.startswith("EXPORTER_")}})
+
+
+@pytest.mark.parametrize("value", ["1e300", "604801", "169h"])
+def test_the_exporter_refuses_a_model_recency_horizon_past_a_week(value: str, tmp_path: Path) -> None:
+    """Taken, every model the pod ever served stayed in the output: what the horizon is there to stop."""
+    done = exporter("--model-recency-horizon", value, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.endswith(f"argument --model-recency-horizon: must be 0 to 604800 seconds, got {value!r}"), line
+
+
+def test_the_exporter_starts_with_a_model_recency_horizon_of_a_week(tmp_path: Path) -> None:
+    port, log = free_port(), tmp_path / "exporter.log"
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("EXPORTER_")}
+    with running(["exporter.cli", "--no-gpu", "--listen", f"127.0.0.1:{port}", "--modelmesh-url",
+                  "http://127.0.0.1:1/metrics", "--model-recency-horizon", "604800"],
+                 f"http://127.0.0.1:{port}/healthz", log, env=environ):
+        pass
+
+
+TINY = ["--synthetic", "--models", "3", "--hours", "0.05", "--rps", "2", "--no-plot", "--quiet", "--advice", "off",
+        "--policies", "fixed,skew-aware"]
+
+SIMULATE_REFUSED = [
+    # OverflowError tracebacks: a step count no int holds, a window of 1e301 steps.
+    ("--tick", "1e300", "must be 0.1 to 600 seconds"),
+    ("--tick", "1e-300", "must be 0.1 to 600 seconds"),
+    # Ran, with pods that never got Ready, or models that never loaded.
+    ("--startup-delay", "1e300", "must be 0.1 to 3600 seconds"),
+    ("--load-time", "1e300", "must be 0.1 to 3600 seconds"),
+    ("--min-churn-age", "1e300", "must be 0 to 86400 seconds"),
+]
+
+
+@pytest.mark.parametrize(("flag", "value", "says"), SIMULATE_REFUSED,
+                         ids=[f"{f}={v}" for f, v, _ in SIMULATE_REFUSED])
+def test_simulate_refuses_a_cluster_duration_past_its_bound(flag: str, value: str, says: str, tmp_path: Path) -> None:
+    done = command("simulate", *TINY, "--out", str(tmp_path / "out"), flag, value, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == f"modelmesh-autoscaler simulate: error: argument {flag}: {says}, got {value!r}"
+
+
+@pytest.mark.parametrize("flags", [
+    ["--tick", "600", "--startup-delay", "3600", "--load-time", "3600", "--min-churn-age", "86400"],
+    ["--tick", "0.1", "--startup-delay", "0.1", "--load-time", "0.1", "--min-churn-age", "0"],
+], ids=["highest", "lowest"])
+def test_simulate_runs_with_its_cluster_durations_at_their_bounds(flags: list[str], tmp_path: Path) -> None:
+    done = command("simulate", *TINY, "--out", str(tmp_path / "out"), *flags, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "report.json").exists()
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--duration", "1e300"), ("--duration", "25h"),
+                                             ("--start-timeout", "1e300"), ("--start-timeout", "3601")])
+def test_demo_refuses_a_duration_past_its_bound(flag: str, value: str, tmp_path: Path) -> None:
+    """Taken, `--duration 1e300` ran until Ctrl-C; `--start-timeout 1e300` waited for ever on a pod that never
+    started."""
+    done = command("demo", flag, value, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    bounds = "1 to 86400" if flag == "--duration" else "1 to 3600"
+    assert line == f"modelmesh-autoscaler demo: error: argument {flag}: must be {bounds} seconds, got {value!r}"
+
+
+def test_demo_takes_its_durations_at_their_bounds() -> None:
+    args = cli.build_parser().parse_args(["demo", "--duration", "86400", "--start-timeout", "3600"])
+    assert (args.duration, args.start_timeout) == (86400.0, 3600.0)
+
+
+def test_simulate_never_advises_a_scale_down_tau_the_adapter_refuses() -> None:
+    """From a day's time constant, "raise it" doubled it to two days, a policy file the adapter refuses at start:
+    the step stops at the bound, and at the bound nothing is advised (a step that stays put is none)."""
+    from autoscaler.policies.policy import RuntimePolicy
+    from autoscaler.policies.policy_values import SCALE_DOWN_TAU_RANGE_S, check_policy
+    from autoscaler.simulation.advice import LEVERS, RAISE
+
+    [lever] = [lever for lever in LEVERS if lever.setting == "scale_down_tau_s" and lever.direction == RAISE]
+    highest = SCALE_DOWN_TAU_RANGE_S[1]
+    assert lever.step(60_000.0) == highest
+    check_policy(RuntimePolicy(scale_down_tau_s=lever.step(60_000.0)))
+    assert lever.step(highest) == highest
