@@ -21,8 +21,10 @@ LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 def host_port(value: str) -> tuple[str, int]:
     host, sep, port = value.strip().rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
+    if not sep or not port.isdigit():
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    if not 0 <= int(port) < 65536:  # the form was right: "expected HOST:PORT" sent the user looking at it
+        raise argparse.ArgumentTypeError(f"port must be 0 to 65535, got {value!r}")
     return host.strip("[]"), int(port)  # an empty host: every address, IPv4 and IPv6
 
 

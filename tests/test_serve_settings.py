@@ -169,6 +169,8 @@ def test_variables_of_other_programs_are_ignored() -> None:
 
 BAD_VARIABLES = [
     ("AUTOSCALER_LISTEN", "6443", "HOST:PORT"),
+    # "expected HOST:PORT, got ':99999'", which it was: the port was what was wrong.
+    ("AUTOSCALER_LISTEN", ":99999", "port must be 0 to 65535"),
     ("AUTOSCALER_REFRESH_INTERVAL", "soon", "number"),
     ("AUTOSCALER_SCRAPE_TIMEOUT", "-1", "must be 0.1 to 3600 seconds"),
     ("AUTOSCALER_MIN_COVERAGE", "1.5", "(0, 1]"),

@@ -7,12 +7,15 @@ from __future__ import annotations
 import argparse
 from typing import Final
 
-from exporter.flag_values import seconds, seconds_within, whole_number_within
+from exporter.flag_values import duration_seconds, seconds_within, whole_number_within
 
 DEMO_MIN_INTERVAL_S: Final = 1.0
 """The shortest `--interval`: the demo's adapter refreshes once a second (`fleet.DemoFleet.adapter_arguments`), so a
 table more often repeats the last, and each asks every exporter and the adapter; `--interval 1e-9` was taken, and
 printed 363 lines in 20 s."""
+
+DEMO_MAX_INTERVAL_S: Final = 600.0
+"""The longest `--interval`: `1e300` was taken, and the demo ran its whole duration without a table."""
 
 DEMO_MAX_PODS: Final = 32
 """The most pods `demo` runs: each is a fake ModelMesh and a real exporter process on this machine (about 40 MB
@@ -41,12 +44,14 @@ def demo_pods(value: str) -> int:
 
 
 def demo_interval(value: str) -> float:
-    """Seconds between the demo's tables: at least `DEMO_MIN_INTERVAL_S`."""
-    interval = seconds(value)
-    if interval < DEMO_MIN_INTERVAL_S:
+    """Seconds between the demo's tables, `DEMO_MIN_INTERVAL_S` to `DEMO_MAX_INTERVAL_S`, the range said whatever
+    side the value is on (0 was told "must be greater than 0", 0.5 "must be at least 1 s")."""
+    interval = duration_seconds(value)  # `nan` and `inf` refused as everywhere
+    if not DEMO_MIN_INTERVAL_S <= interval <= DEMO_MAX_INTERVAL_S:
         raise argparse.ArgumentTypeError(
-            f"must be at least {DEMO_MIN_INTERVAL_S:g} s (the demo's adapter refreshes once a second: a table more "
-            f"often repeats the last), got {value!r}")
+            f"must be {DEMO_MIN_INTERVAL_S:g} to {DEMO_MAX_INTERVAL_S:g} seconds, got {value!r} (the demo's adapter "
+            f"refreshes once a second: a table more often repeats the last; one less often than every ten minutes "
+            f"shows none of a run)")
     return interval
 
 
@@ -67,4 +72,5 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
                              "long the demo waits for the adapter's first value before the scenario starts, "
                              "and the traffic drop for pods still starting (default 60)")
     parser.add_argument("--interval", type=demo_interval, default=3.0, metavar="SECONDS",
-                        help=f"seconds between printed tables, at least {DEMO_MIN_INTERVAL_S:g} (default 3)")
+                        help=f"seconds between printed tables, {DEMO_MIN_INTERVAL_S:g} to {DEMO_MAX_INTERVAL_S:g} "
+                             "(default 3)")
