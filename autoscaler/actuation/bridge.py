@@ -128,8 +128,9 @@ class ReplicaBridge:
         self._full = True  # a full pass is due (first run, a relist, leadership)
         self._changed: dict[ScaleId, JSON] = {}  # RuntimeScales the watch saw change since the last pass
         # Those of `_changed` handed over because their ServingRuntime was set behind the bridge's back
-        # (`runtime_changed`): reconciled even where the RuntimeScale itself brings nothing new.
-        self._drifted: set[ScaleId] = set()
+        # (`runtime_changed`), with the spec.replicas the runtime's last event showed: reconciled even where the
+        # RuntimeScale itself brings nothing new.
+        self._drifted: dict[ScaleId, int | None] = {}
         self._memory: dict[ScaleId, ScaleMemory] = {}  # what each RuntimeScale's last reconciles left
         # Which RuntimeScale owns each ServingRuntime (one per runtime, the oldest): from each full pass's list of
         # a scope, kept current by the watch's hand-overs; deletions come with a full pass (the watch wakes one).
@@ -191,7 +192,7 @@ class ReplicaBridge:
         waiting = self._changed.get(owner)
         if waiting is None or older_generation(generation(waiting), generation(memory.scale)):
             self._changed[owner] = memory.scale
-        self._drifted.add(owner)
+        self._drifted[owner] = found
         self._wake.set()
 
     def _say_fight(self, owner: ScaleId, memory: ScaleMemory, found: int | None, count: int) -> None:
@@ -262,11 +263,15 @@ class ReplicaBridge:
         changed, self._changed = self._changed, {}
         todo: dict[ScaleId, JSON] = {}
         for key, scale in changed.items():
-            if key in self._drifted:  # its runtime was set behind our back: reconciled whatever the spec
-                todo[key] = self._drifted_ask(key, scale, listed)
-                continue
-            version = (scale.get("metadata") or {}).get("resourceVersion")
             memory = self._memory.get(key)
+            if key in self._drifted:  # its runtime was set behind our back: reconciled whatever the spec
+                if not self._refused_before(key, memory):
+                    todo[key] = self._drifted_ask(key, scale, listed)
+                    continue
+                del self._drifted[key]
+                if memory is not None and not older_generation(memory.generation, generation(scale)):
+                    continue  # only the drift brought it, and its set-back waits for its retry
+            version = (scale.get("metadata") or {}).get("resourceVersion")
             if (memory is not None and memory.own_write(version)
                     and not older_generation(memory.generation, generation(scale))):
                 continue  # our own write, handed back (late, perhaps), of a spec already reconciled
@@ -276,6 +281,15 @@ class ReplicaBridge:
                 continue  # a late event: the pass has a newer spec listed
             todo[key] = scale
         return todo
+
+    def _refused_before(self, key: ScaleId, memory: ScaleMemory | None) -> bool:
+        """Whether RuntimeScale `key`'s runtime, set behind the bridge's back, is at the value whose set-back was
+        refused and waits for its retry: `runtime_changed` leaves such events alone, but those that came while the
+        refused write was on its way (the controller writes the runtime every second; a loaded adapter's reads
+        and write take longer) were handed over before the refusal was known, and tried the write again at once."""
+        return (memory is not None and memory.asked is not None and memory.scale is not None
+                and memory.refused_at == (memory.asked[0], self._drifted[key])
+                and self._retries.waits(key, memory.scale))
 
     def _drifted_ask(self, key: ScaleId, waiting: JSON, listed: dict[ScaleId, JSON]) -> JSON:
         """The newest spec known of RuntimeScale `key`, whose runtime was set behind the bridge's back: the one
@@ -310,7 +324,7 @@ class ReplicaBridge:
                 tried += 1
                 done[key] = scale
                 drifted = key in self._drifted
-                self._drifted.discard(key)  # reconciled now: it reads the runtime as it is
+                self._drifted.pop(key, None)  # reconciled now: it reads the runtime as it is
                 if drifted:
                     confirmed = await self._still_asked(key, scale)
                     if confirmed is None:
@@ -528,7 +542,7 @@ class ReplicaBridge:
 
     def _forget(self, key: ScaleId) -> None:
         self._memory.pop(key, None)
-        self._drifted.discard(key)
+        self._drifted.pop(key, None)
         if self._metrics is not None:
             self._metrics.forget_runtime_scale(*key)
 

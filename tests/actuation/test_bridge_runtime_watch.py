@@ -222,6 +222,37 @@ def runtime_patches(kube: FakeKubeApi, name: str) -> int:
     return sum(1 for r in kube.requests if r.method == "PATCH" and r.resource == "servingruntimes" and r.name == name)
 
 
+async def test_the_controllers_writes_during_a_refused_set_back_do_not_try_it_again(
+    kube: FakeKubeApi, kube_client: KubeClient
+) -> None:
+    """As above, with the controller's write coming while the refused set-back is still on its way (a loaded
+    adapter: its reads and write take longer than the controller's beat). That event was handed over before the
+    refusal was known, and the next pass tried the set-back again at once (a CI run under load: 2 refused PATCHes
+    where one is due before the resync)."""
+    fleet(kube, 1)
+    bridge = ReplicaBridge(kube_client, namespaces=[NS])
+    await bridge.sync()
+    scales, runtimes = PlayedWatch(kube, bridge), PlayedWatch(kube, bridge, "servingruntimes")
+    hpa_writes(kube, rt(0), 6)
+    await scales.catch_up()
+    runtimes.hand_over_all()
+    await bridge.sync_changed()
+    assert kube.serving_runtime_replicas(NS, rt(0)) == 6
+    kube.forbid("patch", "servingruntimes")
+    kube.clear_requests()
+
+    def controller_writes_meanwhile() -> None:
+        kube.update_object("servingruntimes", NS, rt(0), partial(controller_beat, beat=1))
+        runtimes.hand_over_all()
+
+    kube.on_request(r"/servingruntimes/rt00$", controller_writes_meanwhile, method="PATCH")
+    hand_edit(kube, rt(0), 2)
+    runtimes.hand_over_all()
+    for _ in range(3):  # the passes the bridge's loop runs while hand-overs wait
+        await bridge.sync_changed()
+    assert runtime_patches(kube, rt(0)) == 1
+
+
 async def test_another_writer_that_puts_its_value_back_at_once_gets_no_write_war(
     kube: FakeKubeApi, kube_client: KubeClient, caplog: pytest.LogCaptureFixture
 ) -> None:
