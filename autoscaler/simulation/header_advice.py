@@ -4,7 +4,10 @@ Grafana's table export of the query docs/simulation.md gives is `Time,model,Valu
 joined by time) is `Time` and a column per model; a request log has `timestamp` and no count. Each was refused
 "missing timestamp_s; missing requests", which named what was wanted but not what to change. Nothing is renamed
 here without a word: a column whose name says what it holds (`Time`, `Value`) is named with the change, and a
-header where that is not plain (two candidates) gets the general refusal.
+header where that is not plain (two candidates) gets the general refusal. ModelMesh's per-model metrics carry the
+label `modelId` (and `vModelId`, the InferenceService over it), so a Prometheus export of them has that column
+where a trace has `model`: it is told the rename, and where both are there, either (neither is picked for the
+user: they count different things where one InferenceService's model changed).
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ TIME_NAMES: Final = ("time", "timestamp", "ts", "date", "datetime")
 
 COUNT_NAMES: Final = ("value", "count", "counts")
 """Names (any case) of a count column: Grafana's `Value` (`Value #A` where a panel has several queries)."""
+
+MODEL_NAMES: Final = ("modelid", "vmodelid", "model_id", "model_name", "modelname")
+"""Names (any case) of a model column: ModelMesh's labels `modelId` and `vModelId`, and their spellings in other
+exports. Not `name`: a pod's, a route's or a metric's name as well, whose rows replayed as models mislead."""
 
 REQUEST_LOG_TIME_NAMES: Final = ("timestamp", "time", "ts", "timestamp_s")
 """The time columns `request_log` finds without `--timestamp-column` (any case), the first there."""
@@ -89,16 +96,16 @@ def _request_log(name: str, names: Sequence[str], model: str, time: str, unit: s
     return f"{lead} it into a trace with {line}"
 
 
-def _counted(names: list[str], rows: Sequence[Sequence[str]], time: str, model: str) -> str | None:
+def _counted(names: list[str], rows: Sequence[Sequence[str]], time: str, model: str, first: str) -> str | None:
     """What to rename where the columns besides the time and the model may hold the count (`rps`): those whose
     cells in `rows` are numbers or empty, or None for none. Such a column may as well be a request log's
     (`status`, `latency_ms`), so the request_log line is told beside it: either alone, followed where it is the
-    other, drops the counts or counts latencies, without a word."""
-    others = [(at, n) for at, n in enumerate(names) if n and n not in (time, model)]
+    other, drops the counts or counts latencies, without a word. `first`: the model's rename, told before."""
+    others = [(at, n) for at, n in enumerate(names) if n and n not in (time, model) and n.lower() not in MODEL_NAMES]
     numbers = [n for at, n in others if _numeric(rows, at)]
     if not numbers:
         return None
-    time_too = "" if time.lower() == "timestamp_s" else f"{time} to timestamp_s and "
+    time_too = first + ("" if time.lower() == "timestamp_s" else f"{time} to timestamp_s and ")
     if len(numbers) == 1:
         return (f"if {numbers[0]} is the number of requests in each interval, rename {time_too}{numbers[0]} to "
                 f"requests; {RATE}")
@@ -113,20 +120,27 @@ def header_advice(header: Sequence[str], name: str, rows: Iterable[Sequence[str]
     lowered = {n.lower() for n in names}
     time = None if "timestamp_s" in lowered else _one(names, TIME_NAMES)
     count = None if "requests" in lowered else _one(names, COUNT_NAMES)
-    if "model" not in lowered:
+    aliases = [] if "model" in lowered else [n for n in names if n.lower() in MODEL_NAMES]
+    if "model" not in lowered and not aliases:
         series = [n for n in names if n and n != time]
         if time is not None and count is None and "requests" not in lowered and len(series) >= 2:
             return (f"this is {time} and then a column per model (Grafana's default CSV, series joined by time), "
                     f"where a trace is a row per model and interval: {TABLE_FORMAT}")
         return None
+    model = aliases[0] if aliases else next(n for n in names if n.lower() == "model")
+    renamed = "" if not aliases else f"{model} to model" if len(aliases) == 1 else (
+        f"one of {', '.join(aliases)} to model,")
     if "requests" not in lowered and count is None and (time is not None or "timestamp_s" in lowered):
-        model = next(n for n in names if n.lower() == "model")
         stamp = time if time is not None else next(n for n in names if n.lower() == "timestamp_s")
         sample = list(itertools.islice(rows, ADVICE_ROWS))
-        counted = _counted(names, sample, stamp, model)
+        counted = _counted(names, sample, stamp, model, f"{renamed} and " if len(aliases) == 1 else
+                           f"{renamed} " if aliases else "")
         binned = _request_log(name, names, model, stamp, _unit(sample, names.index(stamp)), alone=counted is None)
         return binned if counted is None else f"{counted}; {binned}"
     renames = [f"{old} to {new}" for old, new in ((time, "timestamp_s"), (count, "requests")) if old is not None]
-    if not renames or ("timestamp_s" not in lowered and time is None) or ("requests" not in lowered and count is None):
+    if ("timestamp_s" not in lowered and time is None) or ("requests" not in lowered and count is None):
         return None
-    return f"rename {' and '.join(renames)}"
+    if len(aliases) > 1:
+        return f"rename {renamed.rstrip(',')}" + "".join(f", and {r}" for r in renames)
+    renames = [r for r in (renamed, *renames) if r]
+    return f"rename {' and '.join(renames)}" if renames else None

@@ -262,3 +262,37 @@ def test_a_log_whose_name_starts_with_a_dash_is_told_a_line_that_runs(tmp_path: 
     ran = pasted(tmp_path, result.stderr.strip().splitlines()[-1], "./-x.csv" if piped else None)
     assert ran.returncode == 0, ran.stderr
     assert replayed(tmp_path, "trace.csv") == 40
+
+
+@pytest.mark.parametrize("label", ["modelId", "model_id", "model_name", "modelName", "MODELID", "vModelId"])
+def test_a_prometheus_export_of_modelmeshs_model_label_is_told_to_rename_it(tmp_path: Path, label: str) -> None:
+    """ModelMesh's per-model metrics carry the label `modelId` (`vModelId`, the InferenceService), and an export
+    of them has that column: it was refused "missing model; or a per-minute table", which named no change. It is
+    told the rename, and the trace renamed as told replays every request."""
+    text = f"timestamp_s,{label},requests\n" + "".join(f"{60 * minute},{model},{1 + minute}\n"
+                                                      for minute in range(10) for model in ("a", "b"))
+    said = refused(tmp_path, text)
+    assert RENAME.findall(said) == [(label, "model")], said
+    assert "per-minute table" not in said, said
+    fixed = tmp_path / "fixed.csv"
+    fixed.write_text(renamed(text, said))
+    result = simulate(tmp_path, fixed, "--policies", "fixed")
+    assert result.returncode == 0, result.stderr
+    assert report(tmp_path)["policies"]["fixed"]["requests"] == sum(2 * (1 + minute) for minute in range(10))
+
+
+def test_grafanas_table_export_of_modelid_is_told_all_three_renames(tmp_path: Path) -> None:
+    said = refused(tmp_path, GRAFANA_TABLE.replace('"model"', '"modelId"'))
+    assert sorted(RENAME.findall(said)) == [("Time", "timestamp_s"), ("Value", "requests"), ("modelId", "model")]
+
+
+def test_both_of_modelmeshs_labels_are_named_as_the_choice_they_are(tmp_path: Path) -> None:
+    """`modelId` and `vModelId` both name a model (a ModelMesh model, or the InferenceService over it): either
+    renamed replays, so the refusal names both and renames neither of its own accord."""
+    said = refused(tmp_path, "timestamp_s,modelId,vModelId,requests\n0,m-1,isvc,3\n")
+    assert "rename one of modelId, vModelId to model" in said, said
+
+
+def test_a_column_of_another_name_is_not_taken_for_the_model(tmp_path: Path) -> None:
+    said = refused(tmp_path, "timestamp_s,pod,requests\n0,a,3\n")
+    assert "rename" not in said and "per-minute table" in said, said
