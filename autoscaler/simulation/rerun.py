@@ -7,9 +7,10 @@ given, `--min-replicas` and `--max-replicas` at this run's values (the bounds he
 them), `--policies mean-hpa,skew-aware` (the goal's verdict without the bound's run), and where the setting is a
 policy key, a `printf` that writes the policy file: this run's `defaults:` with that key changed, named as the
 run's --out (one command's file never overwrites another's). Every path is absolute (a relative `--trace` failed
-where the command was pasted in another folder). Every setting advised is skew-aware's alone, so that the compare
-run's mean-hpa is this run's (`--min-replicas`, advised, raised mean-hpa's floor too, and its ratio read 0.954x
-where skew-aware's delays fell 6x): skew-aware's floor is the policy file's `min_replicas`."""
+where the command was pasted in another folder), the program's too (`program`: the bare `modelmesh-autoscaler`
+was "command not found" in a shell without the venv activated). Every setting advised is skew-aware's alone, so
+that the compare run's mean-hpa is this run's (`--min-replicas`, advised, raised mean-hpa's floor too, and its
+ratio read 0.954x where skew-aware's delays fell 6x): skew-aware's floor is the policy file's `min_replicas`."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Final
 
-from autoscaler.cli import PROG
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.simulation.hpa import Behavior
+from autoscaler.simulation.program import program
 from autoscaler.simulation.standard_input import STDIN
 
 COMPARED: Final = "mean-hpa,skew-aware"
@@ -79,7 +80,7 @@ class Rerun:
         return shlex.join(self._words(tuple(given), f"{self.out}-{name}", self.config, self.hpa_behavior))
 
     def _words(self, given: tuple[str, ...], out: str, config: str | None, behavior: str | None) -> list[str]:
-        words = [PROG, "simulate", *given, "--out", out, "--policies", COMPARED,
+        words = [*program(), "simulate", *given, "--out", out, "--policies", COMPARED,
                  "--min-replicas", str(self.min_replicas), "--max-replicas", str(self.max_replicas)]
         if config is not None:
             words += ["--config", config]
