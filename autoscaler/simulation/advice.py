@@ -210,8 +210,8 @@ def _out_of_reach(report: Mapping[str, Any], part: str) -> str | None:
     the goal's pod-hours below what the models in use (or the requests) need."""
     bound = report.get("bound")
     if part == "delayed" and bound is not None and bound.get("delay_goal_reachable") is False:
-        return (f"out of reach of any replica policy: fixed-max, every pod maxReplicas allows all day, delays "
-                f"{ratio_text(bound['delayed_vs_mean-hpa'])} mean-hpa's, above the goal's "
+        return (f"out of reach of any replica policy: fixed-max, every pod maxReplicas allows throughout the trace, "
+                f"delays {ratio_text(bound['delayed_vs_mean-hpa'])} mean-hpa's, above the goal's "
                 f"{delay_limit(bool(bound.get('quiet_baseline'))):g}x "
                 f"(the Bound line says what is left)")
     note = report.get(FIELD)

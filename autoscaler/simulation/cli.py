@@ -69,7 +69,7 @@ ADVICE_CHOICES: Final = ("measure", "off")
 """--advice: replay each setting the report may advise (`advice.advice`), or list them unmeasured."""
 
 POLICY_NAMES: Final = ("fixed", "fixed-max", "mean-hpa", "skew-aware")
-"""`fixed-max` (maxReplicas all day) is the bound: the fewest delays any replica policy gets."""
+"""`fixed-max` (maxReplicas throughout the trace) is the bound: the fewest delays any replica policy gets."""
 
 
 def out_dir(value: str) -> Path:
@@ -123,7 +123,7 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                         help="directory for report.json, report.md, timeline.png")
     parser.add_argument("--policies", metavar="LIST", type=_policies, default=POLICY_NAMES,
                         help="comma-separated, from fixed,fixed-max,mean-hpa,skew-aware (default: all four; "
-                             "fixed-max, maxReplicas all day, is the bound no replica policy beats)")
+                             "fixed-max, maxReplicas throughout the trace, is the bound no replica policy beats)")
     parser.add_argument("--config", metavar="FILE", type=Path,
                         help="the adapter's policy file (its `defaults:` are used)")
     parser.add_argument("--hpa-behavior", metavar="FILE", type=Path,

@@ -4,7 +4,7 @@ At most 0.1x mean-hpa's delayed requests and 0.25x its avoidable cold loads (bey
 that appear after the start: no policy avoids those) for at most 1.15x its pod-hours. Where mean-hpa itself
 delays under 0.1% of requests a ratio means little, so the delay part counts as met when the policy delays
 at most 5% more. The same judgement tells whether the delay part is *reachable* at all: `fixed-max`, every pod
-maxReplicas allows all day, delays the least of any replica policy; if even it misses 0.1x, what is left
+maxReplicas allows throughout the trace, delays the least of any replica policy; if even it misses 0.1x, what is left
 waits for ModelMesh's copies and loads, not for pods.
 """
 

@@ -1,7 +1,7 @@
 """The scaling policies the simulator compares (docs/design.md), each asked at every HPA sync.
 
 - `fixed`: the replicas the peak needs, never changed: ModelMesh without an autoscaler.
-- `fixed-max`: maxReplicas all day, not a policy to run but a bound: about the fewest delays any replica
+- `fixed-max`: maxReplicas throughout the trace, not a policy to run but a bound: about the fewest delays any replica
   policy within the HPA's bounds gets on the trace (more pods delayed less in our replays, but for a few
   percent of noise from where copies sit). What is delayed even then waits for ModelMesh to copy a hot model
   or load a cold one, not for pods.
@@ -79,9 +79,9 @@ class FixedPolicy:
 
 
 def max_bound(max_replicas: int) -> FixedPolicy:
-    """`fixed-max`: every pod maxReplicas allows, all day: the delays no replica policy gets below."""
-    return FixedPolicy(max_replicas, "fixed-max", "maxReplicas all day: a bound on what any replica policy "
-                       "within the bounds can do, not a policy to run")
+    """`fixed-max`: every pod maxReplicas allows, throughout the trace: the delays no replica policy gets below."""
+    return FixedPolicy(max_replicas, "fixed-max", "maxReplicas throughout the trace: a bound on what "
+                       "any replica policy within the bounds can do, not a policy to run")
 
 
 def _hpa_pods(cluster: Cluster) -> list[HpaPod]:

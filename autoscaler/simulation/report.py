@@ -405,8 +405,8 @@ def bound_text(report: Mapping[str, Any]) -> str:
     bound = report["bound"]
     delayed = bound["delayed_requests"]
     requests = "request is" if delayed == 1 else "requests are"
-    text = (f"Bound: with every pod maxReplicas allows ({bound['replicas']}) all day, {delayed} {requests} "
-            f"delayed (ratio {bound['delayed_ratio']:.4f}; {bound['delayed_waiting_for_loads']} of "
+    text = (f"Bound: with every pod maxReplicas allows ({bound['replicas']}) throughout the trace, {delayed} "
+            f"{requests} delayed (ratio {bound['delayed_ratio']:.4f}; {bound['delayed_waiting_for_loads']} of "
             f"them waited for a load): {_fewest_text(report, delayed)}")
     versus = bound.get(f"delayed_vs_{BASELINE}")
     if versus is None:

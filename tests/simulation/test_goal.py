@@ -62,7 +62,8 @@ def test_the_report_says_when_no_replica_policy_reaches_the_delay_goal() -> None
              "delayed_waiting_for_loads": 0, "delayed_vs_mean-hpa": 0.245, "delay_goal_reachable": False}
     report: dict[str, dict[str, Any]] = {"bound": bound, "cluster": {"max_replicas": 46, "fixed_replicas": 23}}
     text = bound_text(report)
-    assert text.startswith("Bound: with every pod maxReplicas allows (46) all day, 713599 requests are delayed")
+    assert text.startswith("Bound: with every pod maxReplicas allows (46) throughout the trace, 713599 requests are "
+                           "delayed")
     assert "0.245x mean-hpa's delays, above the goal's 0.1x" in text
     assert "no replica policy removes them" in text
     report["bound"].update({"delayed_vs_mean-hpa": 0.08, "delay_goal_reachable": True})
