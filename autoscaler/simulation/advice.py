@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from autoscaler.policies.policy_values import SCALE_DOWN_TAU_RANGE_S
+from autoscaler.simulation.evidence import MOVED, caveat_text, evidence
 from autoscaler.simulation.figures import ratio_text
 from autoscaler.simulation.goal import LABELS, POD_HOURS, delay_limit
 from autoscaler.simulation.goal_ceiling import FIELD
@@ -36,10 +37,6 @@ MIN_REPLICAS: Final = "min_replicas"
 `--min-replicas`, the compare run raised mean-hpa's floor too and read 0.954x while skew-aware's delays fell 6x."""
 HPA_WINDOW: Final = "behavior.scaleDown.stabilizationWindowSeconds"
 RAISE, LOWER = "raise", "lower"
-
-MOVED: Final = 0.05
-"""The least share of the missed part's figure a setting must take off to be advised: `cache_full_ratio` moved a
-trace's cold loads by 0.4%, which is no advice."""
 
 FIELDS: Final = {"pod_hours": "pod_hours", "delayed": "delayed_requests",
                   "avoidable_cold_loads": "avoidable_cold_loads"}
@@ -174,14 +171,15 @@ def advice(report: Mapping[str, Any], rerun: Rerun | None, measure: Measure | No
 def _measured(base: Mapping[str, Any], after: Mapping[str, Any], part: str) -> dict[str, Any]:
     """What a replay with one setting changed did: the missed part's figure and goal ratio before and after,
     whether it `moved` (down by MOVED or more), and every other part's and the scale events, before and after,
-    with whether a part met before is now missed."""
+    with whether a part met before is now missed, and what the move rests on (`evidence`)."""
     def part_of(entry: Mapping[str, Any], key: str) -> dict[str, Any]:
         return {"figure": entry[FIELDS[key]], "ratio": entry["goal"][key], "met": entry["goal"]["parts"][key]["met"]}
 
     before, now = part_of(base, part)["figure"], part_of(after, part)["figure"]
+    events = {"before": base["scale_events"], "after": after["scale_events"]}
     return {"before": before, "after": now, "moved": now <= before * (1.0 - MOVED) and now < before,
             "parts": {key: {"before": part_of(base, key), "after": part_of(after, key)} for key in LABELS},
-            "scale_events": {"before": base["scale_events"], "after": after["scale_events"]}}
+            "scale_events": events, "evidence": evidence(part, before, now, events)}
 
 
 def _stuck_fix(report: Mapping[str, Any], rerun: Rerun) -> dict[str, Any] | None:
@@ -263,7 +261,11 @@ def advice_text(report: Mapping[str, Any]) -> str | None:
                          f"{tried}")
             continue
         lines.append(f"{label}:")
-        lines += [f"  {_step(s)}: {_effect(entry['part'], s['measured'])}" for s in entry["settings"]]
+        for s in entry["settings"]:
+            lines.append(f"  {_step(s)}: {_effect(entry['part'], s['measured'])}")
+            caveat = caveat_text(s["measured"].get("evidence", {}))
+            if caveat is not None:
+                lines.append(f"    {caveat}")
         if tried:
             lines.append(f"  did not move it by {MOVED:.0%}: {tried}")
         lines.append(f"  compare (mean-hpa as it ran): {entry['settings'][0]['command']}")

@@ -227,6 +227,15 @@ def test_the_advice_is_printed_under_the_verdict_and_in_report_md_with_what_each
     assert "advice 1/" in first.stderr_progress
 
 
+def test_advice_resting_on_dozens_of_scale_events_carries_no_thin_evidence_caveat(runs: Callable[[str], Run]) -> None:
+    """Six busy hours, skew-aware scaling dozens of times: the caveat an hour's advice carries (test_thin_evidence.py)
+    is not said of a move that so many events stand behind."""
+    first = runs("busy")
+    best = first.advised("delayed", "scale_down_tau_s")["measured"]
+    assert min(best["scale_events"].values()) >= 20 and best["evidence"]["thin"] is False, best["scale_events"]
+    assert "thin evidence" not in first.stdout and "thin evidence" not in first.markdown
+
+
 def test_pasted_in_another_folder_the_command_finds_the_trace_and_files_given_relative(tmp_path: Path) -> None:
     """`--trace their.csv --config policy.yaml --hpa-behavior hpa.yaml`, typed in the trace's folder: the command
     printed named them so, and failed pasted anywhere else."""
