@@ -20,6 +20,7 @@ import pytest
 from autoscaler import cli
 from tests.support.ports import free_port
 from tests.support.processes import TEST_PROCESS_ENV, running, start, stop, wait_until_logged
+from tests.test_serve_leader_flags import KUBECONFIG
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, **TEST_PROCESS_ENV, "PYTHONPATH": str(REPO)}
@@ -30,15 +31,6 @@ TARGETS = """runtimes:
     pods:
       - {name: demo-0, url: "http://127.0.0.1:1/metrics"}
 """
-
-KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: c, context: {cluster: c, user: u, namespace: default}}]
-current-context: c
-"""
-
 
 def command(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "autoscaler.cli", *args], capture_output=True, text=True,

@@ -50,15 +50,20 @@ def renamed(text: str, said: str) -> str:
     return ",".join(names) + "\n" + rest
 
 
+def assert_renamed_replays(tmp_path: Path, text: str, said: str, requests: int) -> None:
+    """The trace renamed as the error told replays, every one of its `requests`."""
+    fixed = tmp_path / "fixed.csv"
+    fixed.write_text(renamed(text, said))
+    result = simulate(tmp_path, fixed, "--policies", "fixed")
+    assert result.returncode == 0, result.stderr
+    assert report(tmp_path)["policies"]["fixed"]["requests"] == requests
+
+
 def test_grafanas_table_export_is_told_the_two_renames_that_make_it_replay(tmp_path: Path) -> None:
     said = refused(tmp_path, GRAFANA_TABLE)
     assert RENAME.findall(said) == [("Time", "timestamp_s"), ("Value", "requests")], said
     assert "per-minute table" not in said, said  # the generic alternative, beside the point here
-    fixed = tmp_path / "fixed.csv"
-    fixed.write_text(renamed(GRAFANA_TABLE, said))
-    result = simulate(tmp_path, fixed, "--policies", "fixed")
-    assert result.returncode == 0, result.stderr
-    assert report(tmp_path)["policies"]["fixed"]["requests"] == sum(2 * (3 + minute) for minute in range(30))
+    assert_renamed_replays(tmp_path, GRAFANA_TABLE, said, sum(2 * (3 + minute) for minute in range(30)))
 
 
 def test_a_request_logs_timestamp_column_is_told_its_name(tmp_path: Path) -> None:
@@ -274,11 +279,7 @@ def test_a_prometheus_export_of_modelmeshs_model_label_is_told_to_rename_it(tmp_
     said = refused(tmp_path, text)
     assert RENAME.findall(said) == [(label, "model")], said
     assert "per-minute table" not in said, said
-    fixed = tmp_path / "fixed.csv"
-    fixed.write_text(renamed(text, said))
-    result = simulate(tmp_path, fixed, "--policies", "fixed")
-    assert result.returncode == 0, result.stderr
-    assert report(tmp_path)["policies"]["fixed"]["requests"] == sum(2 * (1 + minute) for minute in range(10))
+    assert_renamed_replays(tmp_path, text, said, sum(2 * (1 + minute) for minute in range(10)))
 
 
 def test_grafanas_table_export_of_modelid_is_told_all_three_renames(tmp_path: Path) -> None:
