@@ -61,7 +61,7 @@ def test_a_model_first_requested_in_the_second_minute_waits_one_load(tmp_path: P
 
 
 @pytest.mark.parametrize(("rows", "tick", "seconds"), [
-    ("".join(f"{60 * t},a,60\n" for t in range(60)), "2400", 3600),  # an hour at 60 s: ticks of 40 minutes
+    ("".join(f"{60 * t},a,60\n" for t in range(60)), "420", 3600),  # an hour at 60 s: ticks of 7 minutes
     ("".join(f"{t},a,1\n" for t in range(63)), "5", 63),  # 63 s at 1 s: ticks of 5 s, the last 3 s of one
 ])
 def test_pods_are_counted_for_the_traces_own_time_where_the_tick_does_not_divide_it(
