@@ -5,7 +5,9 @@ the API server (400: leaseDurationSeconds is an int32), so no replica ever led a
 `--scale-down-tau 1e300` (and the policy key `scale_down_tau_s`) served values that never fell; the exporter's
 `--model-recency-horizon 1e300` kept every model the pod ever served; `simulate --tick 1e300` and `--tick 1e-300`
 stopped with an OverflowError traceback, `--startup-delay`, `--load-time` 1e300 ran a day whose pods never got
-Ready or never loaded a model; `demo --duration 1e300` ran for ever. Values at the bound still start.
+Ready or never loaded a model; `demo --duration 1e300` ran for ever. Values at the bound still start. The policy
+file's durations too: `warmup_grace_s`, `target_lru_age_s` (1e300 stopped `simulate --config` with an OverflowError
+traceback), `queue_drain_s` and `target_queue_delay_s` (tests/policies/test_policy_upper_bounds.py: annotations).
 """
 
 from __future__ import annotations
@@ -180,3 +182,56 @@ def test_simulate_never_advises_a_scale_down_tau_the_adapter_refuses() -> None:
     assert lever.step(60_000.0) == highest
     check_policy(RuntimePolicy(scale_down_tau_s=lever.step(60_000.0)))
     assert lever.step(highest) == highest
+
+
+POLICY_REFUSED = [
+    # Taken: the warm-up log line printed a 301-digit number of seconds, and the runtime warmed up for ever.
+    ("warmup_grace_s", "warmup_grace_s must be 0 to 10800 seconds or null, got 1e+300"),
+    # Taken: `simulate --config` stopped with an OverflowError traceback; serving, the cache term held for good.
+    ("target_lru_age_s", "target_lru_age_s must be > 0 and at most 604800 seconds, got 1e+300"),
+    ("queue_drain_s", "queue_drain_s must be > 0 and at most 3600 seconds, got 1e+300"),
+    ("target_queue_delay_s", "target_queue_delay_s must be > 0 and at most 600 seconds, got 1e+300"),
+]
+
+
+@pytest.mark.parametrize(("key", "says"), POLICY_REFUSED, ids=[key for key, _ in POLICY_REFUSED])
+def test_a_policy_file_s_duration_past_its_bound_stops_serve_and_simulate_in_one_line(
+        key: str, says: str, tmp_path: Path) -> None:
+    (tmp_path / "targets.yaml").write_text(TARGETS)
+    (tmp_path / "policy.yaml").write_text(f"defaults: {{{key}: 1e300}}\n")
+    served = command("serve", "--insecure-dev", "--workers", "0", "--listen", f"127.0.0.1:{free_port()}",
+                     "--targets", str(tmp_path / "targets.yaml"), "--config", str(tmp_path / "policy.yaml"),
+                     cwd=tmp_path)
+    assert served.returncode == 2, served.stderr
+    [line] = [line for line in served.stderr.splitlines() if "cannot start" in line]
+    assert says in line, line
+    simulated = command("simulate", *TINY, "--out", str(tmp_path / "out"), "--config", str(tmp_path / "policy.yaml"),
+                        cwd=tmp_path)
+    assert simulated.returncode == 2, simulated.stderr
+    assert "Traceback" not in simulated.stderr
+    [line] = simulated.stderr.splitlines()
+    assert says in line, line
+
+
+def test_simulate_runs_with_a_policy_file_at_every_bound(tmp_path: Path) -> None:
+    (tmp_path / "policy.yaml").write_text("defaults: {warmup_grace_s: 10800, target_lru_age_s: 604800, "
+                                          "queue_drain_s: 3600, target_queue_delay_s: 600, need_weight_cache: 1000}\n")
+    done = command("simulate", *TINY, "--out", str(tmp_path / "out"), "--config", str(tmp_path / "policy.yaml"),
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "report.json").exists()
+
+
+def test_simulate_never_advises_a_target_lru_age_the_adapter_refuses() -> None:
+    """"Raise it" multiplied target_lru_age_s by 6: from 2 days, 12, past the week the key takes (the exporters'
+    longest --model-recency-horizon). The step stops at the bound, and at the bound nothing is advised."""
+    from autoscaler.policies.policy import RuntimePolicy
+    from autoscaler.policies.policy_values import TARGET_LRU_AGE_RANGE_S, check_policy
+    from autoscaler.simulation.advice import LEVERS, RAISE
+
+    [lever] = [lever for lever in LEVERS if lever.setting == "target_lru_age_s" and lever.direction == RAISE]
+    highest = TARGET_LRU_AGE_RANGE_S[1]
+    assert lever.step(172_800.0) == highest
+    check_policy(RuntimePolicy(target_lru_age_s=lever.step(172_800.0)))
+    assert lever.step(highest) == highest
+    assert lever.step(600.0) == 3600.0

@@ -184,6 +184,36 @@ times ln 10, 2.3 days at a day's, already far beyond any scale-down a platform w
 stabilization window is at most an hour). 0 serves falls at once."""
 
 
+WARMUP_GRACE_RANGE_S: Final = (0.0, 10_800.0)
+"""The `warmup_grace_s` taken (policy key, annotation). Up to three hours, the most `max_staleness_s` takes, which a
+null grace follows: 1e300 was taken and the warm-up log line printed a 301-digit number of seconds, and a runtime
+the adapter had no memory of (after every restart or rolling update) held its replicas until every Ready pod was
+fresh, without end. A grace longer than the longest staleness waits for a pod that counts as missing already."""
+
+TARGET_LRU_AGE_RANGE_S: Final = (0.0, 604_800.0)
+"""The `target_lru_age_s` taken (over 0). Up to a week, the longest `--model-recency-horizon` an exporter takes: the
+per-model use the cache need counts is kept only that long, so a longer age held the cache term (may rise, never
+fall) for good, and `simulate --config` with 1e300 stopped with an OverflowError traceback."""
+
+QUEUE_DRAIN_RANGE_S: Final = (0.0, 3600.0)
+"""The `queue_drain_s` taken (over 0). The queue term asks for the excess backlog over this time in pods, so at an
+hour a pod is asked for only once an hour of queued work waits beyond the target: no request waits that long for
+its answer (clients and ingresses give up within minutes), so past it the term never proposes; 1e300 was taken and
+turned it off without a word. An hour is also the longest scale-down window an HPA takes."""
+
+TARGET_QUEUE_DELAY_RANGE_S: Final = (0.0, 600.0)
+"""The `target_queue_delay_s` taken (over 0; the default is 50 ms). Up to ten minutes: a pod counts as saturated
+only once its mean queue wait passes it, and far before ten minutes a request's client or the ingress in front
+(30 to 60 s as shipped by most) has given up, so past it the queue term never proposes while requests still fail;
+1e300 was taken and turned it off without a word."""
+
+NEED_WEIGHT_RANGE: Final = (0.0, 1000.0)
+"""The `need_weight_*` taken. The weights are divided by their sum, so only their ratios count: at 1000 against
+1, the other term moves a pod's need by under a thousandth, a hundredth of one of the ten deletion-cost buckets,
+so no ranking needs more (0 leaves a term out). 1e308 each was taken: the sum overflowed to infinity, every
+pod's need read 0 and every deletion cost 0, so the ReplicaSet removed any pod, with nothing said."""
+
+
 def _positive(x: float | None) -> bool:
     return x is not None and x > 0.0
 
@@ -192,7 +222,30 @@ def _ratio(x: float | None) -> bool:
     return x is not None and 0.0 < x <= 1.0
 
 
-_CHECKS: Final[tuple[tuple[str, Callable[[RuntimePolicy], bool], str], ...]] = (
+_Check = tuple[str, Callable[[RuntimePolicy], bool], str]
+
+
+def _over_zero_seconds(name: str, high: float) -> _Check:
+    """The check of a duration over 0 and at most `high` (a key whose 0 means nothing: no time to drain in, no
+    age to keep): a test of the field `name`, and the rule in the words the other ranges use."""
+    def within(policy: RuntimePolicy) -> bool:
+        value = getattr(policy, name)
+        return value is not None and 0.0 < value <= high
+
+    return name, within, f"must be > 0 and at most {high:g} seconds"
+
+
+def _need_weight(name: str) -> _Check:
+    """The check of a need weight, within `NEED_WEIGHT_RANGE`."""
+    low, high = NEED_WEIGHT_RANGE
+
+    def within(policy: RuntimePolicy) -> bool:
+        return bool(low <= getattr(policy, name) <= high)
+
+    return name, within, f"must be {low:g} to {high:g}"
+
+
+_CHECKS: Final[tuple[_Check, ...]] = (
     ("skew_order", lambda p: 1.0 <= p.skew_order < math.inf, "must be >= 1"),
     ("target_gpu_busy", lambda p: _ratio(p.target_gpu_busy), "must be in (0, 1]"),
     (
@@ -200,9 +253,9 @@ _CHECKS: Final[tuple[tuple[str, Callable[[RuntimePolicy], bool], str], ...]] = (
         lambda p: p.target_rps_per_pod is None or _positive(p.target_rps_per_pod),
         "must be > 0 or null",
     ),
-    ("target_queue_delay_s", lambda p: _positive(p.target_queue_delay_s), "must be > 0 seconds"),
-    ("queue_drain_s", lambda p: _positive(p.queue_drain_s), "must be > 0 seconds"),
-    ("target_lru_age_s", lambda p: _positive(p.target_lru_age_s), "must be > 0 seconds"),
+    _over_zero_seconds("target_queue_delay_s", TARGET_QUEUE_DELAY_RANGE_S[1]),
+    _over_zero_seconds("queue_drain_s", QUEUE_DRAIN_RANGE_S[1]),
+    _over_zero_seconds("target_lru_age_s", TARGET_LRU_AGE_RANGE_S[1]),
     ("cache_full_ratio", lambda p: _ratio(p.cache_full_ratio), "must be in (0, 1]"),
     ("cache_pressure_cap", lambda p: _positive(p.cache_pressure_cap), "must be > 0"),
     (
@@ -227,11 +280,15 @@ _CHECKS: Final[tuple[tuple[str, Callable[[RuntimePolicy], bool], str], ...]] = (
         f"must be {MAX_STALENESS_RANGE_S[0]:g} to {MAX_STALENESS_RANGE_S[1]:g} seconds",
     ),
     ("min_coverage", lambda p: _ratio(p.min_coverage), "must be in (0, 1]"),
-    ("warmup_grace_s", lambda p: p.warmup_grace_s is None or p.warmup_grace_s >= 0.0, "must be >= 0 seconds or null"),
-    ("need_weight_requests", lambda p: p.need_weight_requests >= 0.0, "must be >= 0"),
-    ("need_weight_gpu", lambda p: p.need_weight_gpu >= 0.0, "must be >= 0"),
-    ("need_weight_cache", lambda p: p.need_weight_cache >= 0.0, "must be >= 0"),
-    ("need_weight_unique", lambda p: p.need_weight_unique >= 0.0, "must be >= 0"),
+    (
+        "warmup_grace_s",
+        lambda p: p.warmup_grace_s is None or WARMUP_GRACE_RANGE_S[0] <= p.warmup_grace_s <= WARMUP_GRACE_RANGE_S[1],
+        f"must be {WARMUP_GRACE_RANGE_S[0]:g} to {WARMUP_GRACE_RANGE_S[1]:g} seconds or null",
+    ),
+    _need_weight("need_weight_requests"),
+    _need_weight("need_weight_gpu"),
+    _need_weight("need_weight_cache"),
+    _need_weight("need_weight_unique"),
 )
 
 

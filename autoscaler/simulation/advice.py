@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from autoscaler.policies.policy_values import SCALE_DOWN_TAU_RANGE_S
+from autoscaler.policies.policy_values import SCALE_DOWN_TAU_RANGE_S, TARGET_LRU_AGE_RANGE_S
 from autoscaler.simulation.evidence import MOVED, caveat_text, evidence
 from autoscaler.simulation.figures import ratio_text
 from autoscaler.simulation.goal import LABELS, POD_HOURS, delay_limit
@@ -67,7 +67,8 @@ class Lever:
 def _times(factor: float, low: float = 0.0, high: float = math.inf) -> Callable[[float], float]:
     """`factor` times the value in effect, never under `low`: halving again and again from a follow-up run's
     advice went 75 -> 18.75 -> 4.7 s, under the HPA's 15 s sync; nor over `high`, the most the key takes: doubling
-    a day's `scale_down_tau_s` advised a policy file the adapter refuses."""
+    a day's `scale_down_tau_s`, or six times two days' `target_lru_age_s`, advised a policy file the adapter
+    refuses."""
     return lambda now: round(min(high, max(low, now * factor)), 3)
 
 
@@ -76,7 +77,7 @@ def _by(delta: float, low: float, high: float) -> Callable[[float], float]:
 
 
 LEVERS: Final = (
-    Lever("avoidable_cold_loads", "target_lru_age_s", RAISE, _times(6), "pod_hours",
+    Lever("avoidable_cold_loads", "target_lru_age_s", RAISE, _times(6, high=TARGET_LRU_AGE_RANGE_S[1]), "pod_hours",
           "the models used within it are held: the cache term asks for the pods that hold them"),
     Lever("avoidable_cold_loads", "cache_full_ratio", LOWER, _times(0.5, 0.1), "pod_hours",
           "the cache term asks for pods while the caches are this full, before they evict"),

@@ -142,7 +142,7 @@ def test_an_empty_file_gives_the_built_in_defaults(tmp_path: Path) -> None:
         ("defaults: {skew_order: 0.5}", "defaults: skew_order must be >= 1, got 0.5"),
         ("defaults: {cache_full_ratio: 1.5}", "cache_full_ratio must be in (0, 1]"),
         ("defaults: {min_coverage: 0}", "min_coverage must be in (0, 1]"),
-        ("defaults: {queue_drain_s: -15}", "queue_drain_s must be > 0 seconds"),
+        ("defaults: {queue_drain_s: -15}", "queue_drain_s must be > 0 and at most 3600 seconds"),
         # Taken: a pod whose exporter died was counted fresh, with its last values, for ever.
         ("defaults: {max_staleness_s: 1e12}", "max_staleness_s must be 0.1 to 10800 seconds, got 1000000000000.0"),
         ("defaults: {min_replicas: true}", "min_replicas must be a whole number, got True"),

@@ -26,9 +26,12 @@ CONFIG_KEYS = sorted(({lever.setting for lever in LEVERS} & {f.name for f in fie
 """The keys a lever steps from their value (min_replicas, None unless set, from the HPA's: the test below)."""
 
 ratios = st.floats(min_value=0.01, max_value=1.0, allow_nan=False)
-durations = st.floats(min_value=0.001, max_value=86_400.0, allow_nan=False)
+durations = st.floats(min_value=0.001, max_value=360.0, allow_nan=False)
+"""Up to a tenth of `queue_drain_s`'s bound (`QUEUE_DRAIN_RANGE_S`), as each key's below: the test multiplies the
+value by up to 10, and a value past the bound is a policy file the adapter refuses."""
 policies = st.builds(RuntimePolicy, target_gpu_busy=ratios, cache_full_ratio=ratios, queue_drain_s=durations,
-                     target_lru_age_s=durations, scale_down_tau_s=st.floats(min_value=0.0, max_value=8_640.0),
+                     target_lru_age_s=st.floats(min_value=0.001, max_value=60_480.0, allow_nan=False),
+                     scale_down_tau_s=st.floats(min_value=0.0, max_value=8_640.0),
                      skew_order=st.sampled_from([1.0, 2.0, 3.5]))
 paths = st.text(st.characters(codec="utf-8", exclude_characters="\x00\r\n"), min_size=1, max_size=20).filter(
     lambda text: not text.startswith("-") and text.strip() == text)

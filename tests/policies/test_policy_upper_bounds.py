@@ -1,0 +1,123 @@
+"""Policy keys that had no upper bound, refused as every other out-of-range value is: in the policy file (defaults
+and a runtime's entry) at start, in one line naming the key, the value and the range; in an annotation by a warning,
+the runtime keeping the value it had, every other runtime served as before.
+
+Taken before: `warmup_grace_s: 1e300` printed a 301-digit number of seconds in the warm-up log line, and warmed up
+for ever; `target_lru_age_s: 1e300` stopped `simulate --config` with an OverflowError traceback (and past the
+exporters' longest `--model-recency-horizon`, a week, the adapter held the cache term for good); `queue_drain_s` and
+`target_queue_delay_s` 1e300 turned the queue term off without a word; need weights of 1e308 overflowed their sum
+to infinity and every pod's need read 0, so every deletion cost was 0.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from autoscaler.model import RuntimeKey
+from autoscaler.policies.config import ConfigError, PolicyBook
+from autoscaler.policies.config_file import load_policy_book
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.policy_values import (
+    NEED_WEIGHT_RANGE,
+    QUEUE_DRAIN_RANGE_S,
+    TARGET_LRU_AGE_RANGE_S,
+    TARGET_QUEUE_DELAY_RANGE_S,
+    WARMUP_GRACE_RANGE_S,
+    check_policy,
+)
+from autoscaler.policies.ranking import default_terms, pod_needs
+from tests.policies.builders import NOW, pod
+
+TRITON = RuntimeKey("default", "modelmesh-serving-triton")
+OTHER = RuntimeKey("default", "modelmesh-serving-mlserver")
+PREFIX = "autoscaler.modelmesh.io/"
+LOGGER = "autoscaler.policies.config"
+
+BOUNDED = [
+    ("warmup_grace_s", WARMUP_GRACE_RANGE_S[1], "must be 0 to 10800 seconds or null"),
+    ("target_lru_age_s", TARGET_LRU_AGE_RANGE_S[1], "must be > 0 and at most 604800 seconds"),
+    ("queue_drain_s", QUEUE_DRAIN_RANGE_S[1], "must be > 0 and at most 3600 seconds"),
+    ("target_queue_delay_s", TARGET_QUEUE_DELAY_RANGE_S[1], "must be > 0 and at most 600 seconds"),
+    ("need_weight_requests", NEED_WEIGHT_RANGE[1], "must be 0 to 1000"),
+    ("need_weight_gpu", NEED_WEIGHT_RANGE[1], "must be 0 to 1000"),
+    ("need_weight_cache", NEED_WEIGHT_RANGE[1], "must be 0 to 1000"),
+    ("need_weight_unique", NEED_WEIGHT_RANGE[1], "must be 0 to 1000"),
+]
+IDS = [key for key, _, _ in BOUNDED]
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "policy.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_the_documented_bounds() -> None:
+    """The bounds docs/configuration.md states, and why each (the constants' docstrings)."""
+    assert WARMUP_GRACE_RANGE_S == (0.0, 10_800.0)
+    assert TARGET_LRU_AGE_RANGE_S == (0.0, 604_800.0)
+    assert QUEUE_DRAIN_RANGE_S == (0.0, 3600.0)
+    assert TARGET_QUEUE_DELAY_RANGE_S == (0.0, 600.0)
+    assert NEED_WEIGHT_RANGE == (0.0, 1000.0)
+
+
+@pytest.mark.parametrize(("key", "highest", "says"), BOUNDED, ids=IDS)
+@pytest.mark.parametrize("where", ["defaults", "runtime"])
+def test_a_policy_file_value_past_the_bound_stops_the_start_naming_key_value_and_range(
+        key: str, highest: float, says: str, where: str, tmp_path: Path) -> None:
+    text = (f"defaults: {{{key}: 1e300}}\n" if where == "defaults" else
+            f"runtimes: [{{namespace: default, deployment: modelmesh-serving-triton, {key}: 1e300}}]\n")
+    with pytest.raises(ConfigError) as raised:
+        load_policy_book(write(tmp_path, text), announce=False)
+    assert f"{key} {says}, got 1e+300" in str(raised.value), raised.value
+
+
+@pytest.mark.parametrize(("key", "highest", "says"), BOUNDED, ids=IDS)
+def test_a_value_just_past_the_bound_is_refused_and_the_bound_is_taken(
+        key: str, highest: float, says: str, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=f"{key} {says}"):
+        load_policy_book(write(tmp_path, f"defaults: {{{key}: {highest + 1:g}}}\n"), announce=False)
+    book = load_policy_book(write(tmp_path, f"defaults: {{{key}: {highest:g}}}\n"), announce=False)
+    assert getattr(book.policy_for(TRITON), key) == highest
+
+
+def test_every_bound_at_once_is_a_policy_the_adapter_takes() -> None:
+    check_policy(RuntimePolicy(**{key: highest for key, highest, _ in BOUNDED}))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("key", "highest", "says"), BOUNDED, ids=IDS)
+def test_an_annotation_past_the_bound_is_ignored_with_a_warning_and_other_runtimes_are_served(
+        key: str, highest: float, says: str, caplog: pytest.LogCaptureFixture) -> None:
+    """As any other out-of-range annotation: a mistake on one Deployment must not stop the others."""
+    book = PolicyBook()
+    annotation = PREFIX + key.replace("_", "-")
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        bad = book.policy_for(TRITON, {annotation: "1e300"})
+        good = book.policy_for(OTHER, {annotation: f"{highest:g}"})
+    assert getattr(bad, key) == getattr(RuntimePolicy(), key)
+    assert getattr(good, key) == highest
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert f"ignoring annotation {annotation}='1e300': {key} {says}" in warning, warning
+
+
+def test_an_annotation_past_the_bound_keeps_the_last_good_value(caplog: pytest.LogCaptureFixture) -> None:
+    book = PolicyBook()
+    annotation = PREFIX + "warmup-grace-s"
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        seen = [book.policy_for(TRITON, {annotation: raw}).warmup_grace_s for raw in ("600", "1e300")]
+    assert seen == [600.0, 600.0]
+    assert "keeps warmup_grace_s 600" in caplog.records[-1].getMessage()
+
+
+def test_need_weights_at_their_bound_still_rank_the_pods() -> None:
+    """1e308 each overflowed the weights' sum to infinity: every need read 0, every deletion cost 0; at the bound
+    the busier pod still needs more."""
+    weights = {key: NEED_WEIGHT_RANGE[1] for key, _, _ in BOUNDED if key.startswith("need_weight_")}
+    policy = RuntimePolicy(**weights)  # type: ignore[arg-type]
+    check_policy(policy)
+    busy, idle = pod("busy", rps=10.0, gpu=0.9, cache=0.9), pod("idle", rps=1.0, gpu=0.1, cache=0.1)
+    needs = pod_needs([busy, idle], default_terms(policy), NOW)
+    assert needs[0] is not None and needs[1] is not None and needs[0] > needs[1] > 0.0, needs
