@@ -47,13 +47,13 @@ async def test_a_ready_pod_the_adapter_has_not_ranked_is_removed_saying_so_not_a
                 await asyncio.gather(hpa, return_exceptions=True)
     line = re.search(r"HPA: .*", printed.getvalue())
     assert line, printed.getvalue()
-    assert re.search(r"scale down 5 -> \d; removed demo-4 \(not ranked yet: no deletion cost, read as 0 as the "
-                     r"ReplicaSet does\)", line.group()), line.group()
+    assert re.search(r"scale down 5 -> \d \(the adapter's [^()]*\); removed demo-4 \(not ranked yet: no "
+                     r"deletion cost, read as 0 as the ReplicaSet does\)", line.group()), line.group()
 
 
 def pod(name: str, ready: bool, created_at: float) -> DemoPod:
     return DemoPod(name, FakeModelMesh(ModelMeshLoad(requests_per_second=0.0, models_loaded=6), model_prefix=name),
-                   0, 0, created_at=created_at, models=name)
+                   0, 0, created_at=created_at, models=name, ready=ready)
 
 
 FLEETS = st.lists(st.tuples(st.booleans(), st.one_of(st.none(), st.tuples(st.integers(0, 1000),
@@ -78,10 +78,29 @@ def test_a_removed_pod_is_named_with_a_deletion_cost_only_where_the_adapter_rank
             assert words == f"{name} ({NOT_RANKED})"
         else:
             cost, unique = ranked[name]
-            assert re.fullmatch(rf"{name} \(deletion cost {cost}(, {unique} models? only it served)?\)", words)
+            assert re.fullmatch(rf"{name} \(deletion cost {cost} as written now, the lowest[^()]*\)"
+                                rf"(: {unique} models? only it served, .*)?", words), words
             assert ("only it served" in words) == (unique is not None)
+            # why it was the least needed: the Ready, ranked pods kept cost as much or more
+            kept_costs = [ranked[p.name][0] for p in pods
+                          if p.ready and p.name in ranked and p.name not in dict(removed)]
+            assert all(cost <= other for other in kept_costs)
+            if kept_costs and min(kept_costs) > cost:
+                assert re.search(r"the next is demo-\d+ at \d+\)", words), words
     # the order is the ReplicaSet's: not Ready first, then the lowest cost, a pod without one read as 0
     order = [(next(p.ready for p in pods if p.name == name), ranked.get(name, (0, None))[0]) for name, _ in removed]
     assert order == sorted(order)
     kept = [(p.ready, ranked.get(p.name, (0, None))[0]) for p in pods if p.name not in dict(removed)]
     assert not order or not kept or order[-1] <= min(kept)
+
+
+def test_a_cost_that_moved_since_the_last_table_is_said_with_the_one_the_table_showed() -> None:
+    """"removed demo-3 (deletion cost 600 ...)" three seconds after the table showed demo-3 at 500 read as a
+    mistake: the line says the cost the ReplicaSet went by, as written at that moment, and the one shown."""
+    pods = [pod("demo-1", True, 1.0), pod("demo-2", True, 2.0), pod("demo-3", True, 3.0)]
+    ranked: Ranking = {"demo-1": (700, 6), "demo-2": (700, 6), "demo-3": (600, 6)}
+    [(name, words)] = scale_down(pods, ranked, 1, shown={"demo-1": 600, "demo-2": 600, "demo-3": 500})
+    assert name == "demo-3"
+    assert words == ("demo-3 (deletion cost 600 as written now, 500 in the last table: the adapter ranks at every "
+                     "refresh, as the load moves, the lowest; the next is demo-1 at 700): 6 models only it served, "
+                     "the next request for each a cold load on a pod kept"), words

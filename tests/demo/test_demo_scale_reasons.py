@@ -1,0 +1,43 @@
+"""What the demo's scale line says of why: the adapter's deciding term, from its /debug, never its own guess.
+
+"HPA: modelmesh_desired_replicas proposes 7; scale up 5 -> 7" named no reason, though the README says each scale
+says why and /debug names the `winner`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autoscaler.demo.scale_reasons import why_scaled
+
+
+def debug(winner: str, proposals: dict[str, int | None], value: float, raw: float,
+          falling: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The fields of the adapter's /debug document the scale line reads, as the real one serves them."""
+    return {"winner": winner, "proposals": {"gpu": None, "ready_pods": None, "min_replicas": 2, **proposals},
+            "values": {"modelmesh_desired_replicas": {"value": value, "raw": raw},
+                       "modelmesh_request_load": {"value": 668.0, "raw": 668.4}},
+            "policy": {"target_rps_per_pod": {"value": 100.0, "from": "policy.yaml"}},
+            "falling": {} if falling is None else {"modelmesh_desired_replicas": falling}}
+
+
+def test_a_scale_up_names_the_term_that_decided_and_what_it_read() -> None:
+    said = why_scaled(debug("requests", {"requests": 7, "queue": 5, "cache": 3}, 7, 7))
+    assert said == ("the adapter's requests term proposes 7: the skew-aware request load, 668 req/s at 100 a pod; "
+                    "queue 5, cache 3")
+
+
+def test_a_scale_down_says_the_slow_scale_down_holds_the_served_value_above_the_term() -> None:
+    said = why_scaled(debug("cache", {"requests": 2, "queue": None, "cache": 3}, 5, 3,
+                            {"smoothed": 4.5, "scale_down_tau_s": 5.0}))
+    assert said == ("the adapter's cache term proposes 3: the cache's fill; requests 2; the adapter's slow "
+                    "scale-down serves 5 meanwhile, smoothed 4.50 falling to 3 with scale_down_tau_s 5")
+
+
+def test_the_cap_names_the_term_it_cut() -> None:
+    said = why_scaled(debug("max_replicas", {"requests": 12, "queue": 12, "cache": 3}, 8, 8))
+    assert said.startswith("the adapter's max_replicas 8 cuts its requests term's 12"), said
+
+
+def test_no_debug_answer_says_so() -> None:
+    assert why_scaled(None) == "the adapter's /debug did not answer: no reason to show"
