@@ -37,8 +37,8 @@ from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, PROCESS_STOP_S, DemoFle
 from autoscaler.demo.hot_model import pod_loads
 from autoscaler.demo.orphans import adopt_orphans, spare
 from autoscaler.demo.pod_costs import costs_on_pods
-from autoscaler.demo.removals import scale_down
-from autoscaler.demo.scale_reasons import why_scaled
+from autoscaler.demo.removals import removal_preview, scale_down
+from autoscaler.demo.scale_reasons import served_replicas, why_scaled
 from autoscaler.demo.short_run import StoryProgress, not_shown
 from autoscaler.demo.workdir_janitor import Janitor
 from autoscaler.log_lists import in_words
@@ -334,8 +334,12 @@ class Demo:
         """The HPA controller: every sync, read the metric, decide, and act on the replicas."""
         while True:
             await asyncio.sleep(HPA_SYNC_S)
-            _, desired = await self.served(session, ServedMetric.DESIRED_REPLICAS)
-            debug = await self.debug(session)  # the adapter's account of that value: why it scales
+            # The value and the adapter's account of it (why it scales) from one /debug document: read in two
+            # requests they could come from two refreshes; the metrics API where /debug does not answer.
+            debug = await self.debug(session)
+            desired = served_replicas(debug)
+            if debug is None:
+                _, desired = await self.served(session, ServedMetric.DESIRED_REPLICAS)
             pods = self.fleet.pods
             decision = self.hpa.sync(self.elapsed(), len(pods), [HpaPod(p.name, p.ready) for p in pods],
                                      {DESIRED.name: desired})
@@ -393,12 +397,8 @@ class Demo:
         # Costs are written only while the runtime's values are known (docs/design.md, Choosing the pod to
         # remove): before the first served value, the ranking the adapter shows is not on the pods yet
         written = answers[ServedMetric.DESIRED_REPLICAS][1] is not None
-        if written and costs and min(costs.values()) < max(costs.values()):
-            cheapest, dearest = min(costs.values()), max(costs.values())
-            first = [name for name, cost in sorted(costs.items()) if cost == cheapest]
-            last = [name for name, cost in sorted(costs.items()) if cost == dearest]
-            print(f"  on scale-down the ReplicaSet removes {', '.join(first)} first (deletion cost {cheapest}), "
-                  f"{', '.join(last)} last ({dearest})")
+        if written and (line := removal_preview(costs, [pod.name for pod in pods])) is not None:
+            print(line)
         sys.stdout.flush()
 
     def describe_policy(self) -> str:

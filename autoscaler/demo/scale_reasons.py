@@ -24,26 +24,50 @@ WHAT_IT_READS: Final = {
 }
 
 
+def served_replicas(debug: Mapping[str, Any] | None) -> float | None:
+    """The replica count the adapter serves, from its /debug document (`values`), None where it serves none.
+
+    The HPA reads it from the same document its line's reason comes from: read in two requests (the metrics API,
+    then /debug), the value and its reason could come from two refreshes of the adapter."""
+    if not debug or not isinstance(debug.get("values"), dict):
+        return None
+    value = debug["values"].get(ServedMetric.DESIRED_REPLICAS.value, {}).get("value")
+    return float(value) if isinstance(value, int | float) else None
+
+
 def why_scaled(debug: Mapping[str, Any] | None) -> str:
     """`the adapter's requests term proposes 7: the skew-aware request load, 668 req/s at 100 a pod; queue 5,
-    cache 3`, with what holds a served value above its raw one (the slow scale-down); what to say where /debug
-    did not answer."""
+    cache 3`, with what holds a served value above its raw one (the slow scale-down, or a hold `held` names); the
+    adapter's reason where it decides nothing (no winner: too few fresh pods, say); what to say where /debug did
+    not answer."""
     if not debug or not isinstance(debug.get("proposals"), dict):
         return "the adapter's /debug did not answer: no reason to show"
+    if debug.get("winner") is None:
+        return f"the adapter decides nothing now: {debug.get('reason') or 'no term proposes a count'}"
     proposals: dict[str, int | None] = debug["proposals"]
-    winner = str(debug.get("winner"))
+    winner = str(debug["winner"])
     said = _decided(winner, proposals, debug)
     others = [f"{term} {proposals[term]}" for term in SIGNAL_TERMS
               if term != winner and proposals.get(term) is not None]
     if others:
         said += f"; {', '.join(others)}"
-    falling = debug.get("falling", {}).get(ServedMetric.DESIRED_REPLICAS.value)
-    value = debug.get("values", {}).get(ServedMetric.DESIRED_REPLICAS.value, {})
-    if falling and value.get("value") is not None:
-        said += (f"; the adapter's slow scale-down serves {value['value']:g} meanwhile, smoothed "
-                 f"{falling.get('smoothed', 0):.2f} falling to {value.get('raw', 0):g} with scale_down_tau_s "
-                 f"{falling.get('scale_down_tau_s', 0):g}")
-    return said
+    return said + _above_raw(debug)
+
+
+def _above_raw(debug: Mapping[str, Any]) -> str:
+    """What keeps the served value above the raw recommendation, in the adapter's terms; empty where nothing does."""
+    desired = ServedMetric.DESIRED_REPLICAS.value
+    value = debug.get("values", {}).get(desired, {})
+    served, raw = value.get("value"), value.get("raw")
+    if served is None or raw is None or not served > raw:
+        return ""
+    if falling := (debug.get("falling") or {}).get(desired):
+        return (f"; the adapter's slow scale-down serves {served:g} meanwhile, smoothed "
+                f"{falling.get('smoothed', 0):.2f} falling to {raw:g} with scale_down_tau_s "
+                f"{falling.get('scale_down_tau_s', 0):g}")
+    if held := (debug.get("held") or {}).get(desired):
+        return f"; the adapter holds {served:g}: {held}"
+    return ""
 
 
 def _decided(winner: str, proposals: Mapping[str, int | None], debug: Mapping[str, Any]) -> str:

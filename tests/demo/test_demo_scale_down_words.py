@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
 from autoscaler.demo.fleet import DemoPod
-from autoscaler.demo.removals import NOT_RANKED, NOT_READY, Ranking, scale_down
+from autoscaler.demo.removals import NOT_RANKED, NOT_READY, Ranking, removal_preview, scale_down
 from autoscaler.demo.run import Demo
 
 
@@ -78,15 +78,20 @@ def test_a_removed_pod_is_named_with_a_deletion_cost_only_where_the_adapter_rank
             assert words == f"{name} ({NOT_RANKED})"
         else:
             cost, unique = ranked[name]
-            assert re.fullmatch(rf"{name} \(deletion cost {cost} as written now, the lowest[^()]*\)"
-                                rf"(: {unique} models? only it served, .*)?", words), words
-            assert ("only it served" in words) == (unique is not None)
+            held = ("" if unique is None else "; its models have copies" if unique == 0 else
+                    f"; {unique} models? only it served")
+            assert re.fullmatch(rf"{name} \(cost {cost}; lowest[^();]*{held}\)", words), words
+            assert len(words) <= 80, words
             # why it was the least needed: the Ready, ranked pods kept cost as much or more
             kept_costs = [ranked[p.name][0] for p in pods
                           if p.ready and p.name in ranked and p.name not in dict(removed)]
             assert all(cost <= other for other in kept_costs)
-            if kept_costs and min(kept_costs) > cost:
-                assert re.search(r"the next is demo-\d+ at \d+\)", words), words
+            # against the pods it was chosen among: those kept and those removed after it
+            after = [n for n, _ in removed][[n for n, _ in removed].index(name) + 1:]
+            among = kept_costs + [ranked[n][0] for n in after
+                                  if n in ranked and next(p.ready for p in pods if p.name == n)]
+            if among and min(among) > cost:
+                assert re.search(r"; lowest, next demo-\d+ at \d+[;)]", words), words
     # the order is the ReplicaSet's: not Ready first, then the lowest cost, a pod without one read as 0
     order = [(next(p.ready for p in pods if p.name == name), ranked.get(name, (0, None))[0]) for name, _ in removed]
     assert order == sorted(order)
@@ -101,6 +106,23 @@ def test_a_cost_that_moved_since_the_last_table_is_said_with_the_one_the_table_s
     ranked: Ranking = {"demo-1": (700, 6), "demo-2": (700, 6), "demo-3": (600, 6)}
     [(name, words)] = scale_down(pods, ranked, 1, shown={"demo-1": 600, "demo-2": 600, "demo-3": 500})
     assert name == "demo-3"
-    assert words == ("demo-3 (deletion cost 600 as written now, 500 in the last table: the adapter ranks at every "
-                     "refresh, as the load moves, the lowest; the next is demo-1 at 700): 6 models only it served, "
-                     "the next request for each a cold load on a pod kept"), words
+    assert words == "demo-3 (cost 600, was 500; lowest, next demo-1 at 700; 6 models only it served)", words
+
+
+def test_a_copy_tied_with_others_is_said_in_one_short_clause() -> None:
+    """The removal lines ran to 530 characters; the tie is counted over the pods the ReplicaSet chose among, the
+    pods removed after it in the same scale-down included."""
+    pods = [pod(f"demo-{i}", True, float(i)) for i in range(8)]
+    ranked: Ranking = {**{f"demo-{i}": (600, 6) for i in (1, 2, 3)}, **{f"demo-{i}": (400, 0) for i in (0, 4, 5, 6, 7)}}
+    removed = scale_down(pods, ranked, 2)
+    assert removed == [("demo-7", "demo-7 (cost 400; lowest, newest of 5 tied; its models have copies)"),
+                       ("demo-6", "demo-6 (cost 400; lowest, newest of 4 tied; its models have copies)")]
+
+
+def test_the_tables_preview_lists_the_tied_pods_newest_first_as_the_replicaset_takes_them() -> None:
+    """"removes demo-0, demo-4, demo-5 first" read as if demo-0 went first; of equal costs the newest goes first."""
+    costs = {"demo-0": 400, "demo-1": 600, "demo-4": 400, "demo-5": 400, "demo-10": 400, "demo-3": 600}
+    created = ["demo-0", "demo-1", "demo-3", "demo-4", "demo-5", "demo-10"]
+    assert removal_preview(costs, created) == ("  on scale-down the ReplicaSet removes demo-10, demo-5, demo-4, demo-0 "
+                                               "first (deletion cost 400, the newest first), demo-3, demo-1 last (600)")
+    assert removal_preview(dict.fromkeys(created, 400), created) is None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from autoscaler.demo.scale_reasons import why_scaled
+from autoscaler.demo.scale_reasons import served_replicas, why_scaled
 
 
 def debug(winner: str, proposals: dict[str, int | None], value: float, raw: float,
@@ -41,3 +41,26 @@ def test_the_cap_names_the_term_it_cut() -> None:
 
 def test_no_debug_answer_says_so() -> None:
     assert why_scaled(None) == "the adapter's /debug did not answer: no reason to show"
+
+
+def test_no_winner_says_why_the_adapter_decides_nothing_yet() -> None:
+    """Below the minimum coverage /debug has no winner: the line read "the adapter's None term proposes None"."""
+    document = {**debug("requests", {"requests": None, "queue": None, "cache": None}, 4, 4), "winner": None,
+                "reason": "only 3 of 5 ready pods fresh (coverage 60% < 90%); values unknown (503), HPA holds"}
+    assert why_scaled(document) == ("the adapter decides nothing now: only 3 of 5 ready pods fresh (coverage 60% < "
+                                    "90%); values unknown (503), HPA holds")
+
+
+def test_a_served_value_held_above_its_term_says_what_holds_it() -> None:
+    document = {**debug("requests", {"requests": 3, "queue": None, "cache": 2}, 5, 3),
+                "held": {"modelmesh_desired_replicas": "data missing on some ready pod; may rise, not fall"}}
+    assert why_scaled(document) == ("the adapter's requests term proposes 3: the skew-aware request load, 668 req/s "
+                                    "at 100 a pod; cache 2; the adapter holds 5: data missing on some ready pod; "
+                                    "may rise, not fall")
+
+
+def test_the_hpa_reads_the_replicas_from_the_same_document_that_says_why() -> None:
+    """Read in two requests, the value and its reason could come from two refreshes of the adapter."""
+    assert served_replicas(debug("requests", {"requests": 7}, 7, 7)) == 7
+    assert served_replicas({"values": {"modelmesh_desired_replicas": {"value": None, "raw": None}}}) is None
+    assert served_replicas(None) is None
