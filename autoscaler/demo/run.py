@@ -34,7 +34,7 @@ import aiohttp
 from autoscaler.demo.arguments import DEMO_MAX_PODS
 from autoscaler.demo.average_blind_spot import blind_spot_line
 from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, PROCESS_STOP_S, DemoFleet, DemoPod
-from autoscaler.demo.hot_model import pod_loads
+from autoscaler.demo.hot_model import hot_model_pods, pod_loads
 from autoscaler.demo.orphans import adopt_orphans, spare
 from autoscaler.demo.pod_costs import costs_on_pods
 from autoscaler.demo.removals import removal_preview, scale_down
@@ -191,6 +191,8 @@ class Demo:
         self.costs: dict[str, tuple[int, int | None]] = {}
         self.ranked: frozenset[str] = frozenset()
         self.hot_models: str | None = None  # whose models the hot model is one of: the first pod's (`apply_phase`)
+        self.hot_copies = 0  # the most Ready pods holding the hot model's models while it was hot (`apply_phase`)
+        self.copies_moved: set[str] = set()  # the pods a removed copy of the hot model was loaded again on
         self.shown_costs: dict[str, int] = {}  # the costs the last table showed, which a removal's line compares
         self.phase = PHASES[0]
         self.progress = StoryProgress()  # what the run has shown, for what its end says it did not (`not_shown`)
@@ -267,8 +269,17 @@ class Demo:
             self.hot_models = self.fleet.pods[0].models
         ready = [p for p in self.fleet.pods if p.ready]
         # The hot model's pods: those holding the first pod's models (the oldest and the added ones), even once a
-        # scale-down removed the oldest: its copies serve on; the oldest Ready pod where none is left.
-        copies = [p.name for p in ready if p.models == self.hot_models] or [p.name for p in ready[:1]]
+        # scale-down removed the oldest: its copies serve on. While it is hot it keeps as many copies as it had:
+        # one whose pod was removed is loaded again on a kept pod (`hot_model.hot_model_pods`).
+        holders = [p.name for p in ready if p.models == self.hot_models]
+        if phase.hot > 0:
+            self.hot_copies = max(self.hot_copies, len(holders))
+        copies = hot_model_pods([p.name for p in ready], holders, self.hot_copies)
+        if moved := [name for name in copies if name not in holders and name not in self.copies_moved]:
+            self.copies_moved.update(moved)
+            print(f"\n[{self.elapsed():4.0f}s] ModelMesh loads the hot model again on {', '.join(moved)}: a copy's pod "
+                  f"was removed, and a hot model keeps its copies")
+            sys.stdout.flush()
         loads = pod_loads([p.name for p in ready], copies, phase.background_per_pod * self.initial, phase.hot)
         for pod in self.fleet.pods:
             rps = round(loads.get(pod.name, 0.0), 6)
@@ -346,10 +357,11 @@ class Demo:
             if not decision.changed:
                 continue
             removed: list[str] = []
+            added: list[str] = []  # named: a pod started after the traffic drop is told from one before it
             if decision.desired > decision.current:
                 self.progress.scaled_up = True
                 for _ in range(decision.desired - decision.current):
-                    await self.fleet.add_pod()
+                    added.append((await self.fleet.add_pod()).name)
             else:
                 if self.progress.dropped_at is not None:
                     self.progress.scaled_down_after_drop = True
@@ -357,9 +369,10 @@ class Demo:
                 for name, words in scale_down(pods, ranked, decision.current - decision.desired, self.shown_costs):
                     removed.append(words)
                     await self.fleet.remove_pod(name)
-            what = f"; removed {'; '.join(removed)}" if removed else ""
+            what = f"; removed {'; '.join(removed)}" if removed else f"; added {', '.join(added)}" if added else ""
             print(f"\n[{self.elapsed():4.0f}s] HPA: {decision.reason} ({why_scaled(debug)}){what}")
             sys.stdout.flush()
+            self.apply_phase(self.phase)  # the load moves with the pods now, not at the scenario's next step
 
     async def report(self, session: aiohttp.ClientSession) -> None:
         asked = list(self.fleet.pods)
@@ -389,7 +402,9 @@ class Demo:
         hpa_pods = [HpaPod(p.name, p.ready) for p in pods]
         if (line := average_hpa_line(hpa_pods, known, self.spec)) is not None:
             print(line)
-        if (line := blind_spot_line(RATE_PER_POD, hpa_pods, known, self.spec.tolerances)) is not None:
+        true_rates = {pod.name: pod.fake.load.requests_per_second for pod in pods if pod.ready}
+        if (line := blind_spot_line(RATE_PER_POD, hpa_pods, true_rates, self.spec.tolerances,
+                                    self.spec.max_replicas)) is not None:
             print(line)
         print(f"  adapter serves: request_load={served[ServedMetric.REQUEST_LOAD]}  "
               f"desired_replicas={served[ServedMetric.DESIRED_REPLICAS]}  "
