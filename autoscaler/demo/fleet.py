@@ -87,6 +87,8 @@ class DemoFleet:
     _ca: Path | None = None
     _log: IO[bytes] | None = None
     _starting: set[asyncio.Task[None]] = field(default_factory=set)
+    stopping: set[asyncio.Task[None]] = field(default_factory=set)
+    """The removed pods still being stopped (`remove_pod`); `running` waits for them as it ends."""
     _adapter: subprocess.Popen[bytes] | None = None
     _port_moves: int = 0
     on_start: Callable[[int], None] = lambda pid: None
@@ -111,6 +113,7 @@ class DemoFleet:
                 task.cancel()
             for pod in list(self.pods):
                 await self._stop_pod(pod)
+            await asyncio.gather(*self.stopping, return_exceptions=True)
             self._stop(self.processes)
             stop_adopted()  # what they started: the adapter's worker and resource tracker
             self._log.close()
@@ -214,9 +217,27 @@ class DemoFleet:
                 await asyncio.sleep(0.2)
 
     async def remove_pod(self, name: str) -> None:
+        """Remove a pod as a scale-down does: out of the targets at once (a terminating pod), its exporter and fake
+        ModelMesh stopped in the background (`stopping`). Waited for on the demo's one event loop, an exporter that
+        does not end on SIGTERM yet (one still starting on a loaded machine, or held stopped as the e2e fixture
+        does) stopped the whole demo for up to `PROCESS_STOP_S`: the fake pods it serves answered no scrape, the
+        adapter's values went unknown and came back at the count held before, and the HPA scaled up again right
+        after the traffic drop. Waited for in the HPA's loop, it held the scale line back behind the tables."""
         pod = next(p for p in self.pods if p.name == name)
-        await self._stop_pod(pod)
+        self.pods.remove(pod)
         self.write_targets()
+        task = asyncio.create_task(self._reap(pod))
+        self.stopping.add(task)
+        task.add_done_callback(self.stopping.discard)
+
+    async def _reap(self, pod: DemoPod) -> None:
+        """Stop a removed pod's exporter (in a thread: it may take `PROCESS_STOP_S`) and its fake ModelMesh."""
+        try:
+            if pod.process is not None:
+                await asyncio.to_thread(self._stop, [pod.process])
+        finally:
+            if pod.runner is not None:
+                await pod.runner.cleanup()
 
     async def _stop_pod(self, pod: DemoPod) -> None:
         self.pods.remove(pod)

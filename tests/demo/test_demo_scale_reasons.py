@@ -64,3 +64,4 @@ def test_the_hpa_reads_the_replicas_from_the_same_document_that_says_why() -> No
     assert served_replicas(debug("requests", {"requests": 7}, 7, 7)) == 7
     assert served_replicas({"values": {"modelmesh_desired_replicas": {"value": None, "raw": None}}}) is None
     assert served_replicas(None) is None
+

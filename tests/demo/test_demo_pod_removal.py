@@ -1,0 +1,51 @@
+"""Removing a pod whose exporter has not started yet must not stop the demo while the exporter is made to end.
+
+The removal waited for the exporter on the demo's one event loop, up to `PROCESS_STOP_S` (15 s) for an exporter that
+does not end on SIGTERM yet (a stopped one, as the e2e fixture holds a new pod's exporter to play a slow machine):
+meanwhile the fake ModelMesh pods, served on that loop, answered no scrape, the adapter's values went unknown (503)
+and came back at the count held before, 8, and the HPA scaled 7 -> 8 right after the traffic drop, starting a pod
+the next scale-down removed before it ever started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from autoscaler.demo.fleet import DemoFleet, DemoPod
+
+
+async def test_the_demo_runs_on_while_a_removed_pods_exporter_is_made_to_end(tmp_path: Path) -> None:
+    fleet = DemoFleet(tmp_path, {})
+    exporter = subprocess.Popen(["sleep", "60"])
+    os.kill(exporter.pid, signal.SIGSTOP)  # SIGTERM stays pending: it ends only once continued, or killed
+    pod = DemoPod("demo-4", FakeModelMesh(ModelMeshLoad(requests_per_second=0.0, models_loaded=6)), 0, 0,
+                  created_at=time.time(), models="demo-0", process=exporter)
+    fleet.pods.append(pod)
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.1)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    try:
+        await asyncio.wait_for(fleet.remove_pod("demo-4"), 1.0)  # at once: the HPA's line comes with its scale
+        assert pod not in fleet.pods  # gone from the targets at once, as a terminating pod
+        await asyncio.sleep(1.5)
+        assert ticks >= 5, f"the loop ran {ticks} times in 1.5 s while the pod was stopped"
+        os.kill(exporter.pid, signal.SIGCONT)
+        await asyncio.wait_for(asyncio.gather(*fleet.stopping), 10)
+    finally:
+        ticker.cancel()
+        if exporter.poll() is None:
+            exporter.kill()
+            exporter.wait()
+    assert exporter.returncode is not None
