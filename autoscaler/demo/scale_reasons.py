@@ -62,7 +62,7 @@ def _above_raw(debug: Mapping[str, Any]) -> str:
     if served is None or raw is None or not served > raw:
         return ""
     if falling := (debug.get("falling") or {}).get(desired):
-        return (f"; the adapter's slow scale-down serves {served:g} meanwhile, smoothed "
+        return (f"; the adapter's slow scale-down serves {served:g} meanwhile, an earlier count smoothed "
                 f"{falling.get('smoothed', 0):.2f} falling to {raw:g} with scale_down_tau_s "
                 f"{falling.get('scale_down_tau_s', 0):g}")
     if held := (debug.get("held") or {}).get(desired):

@@ -31,7 +31,8 @@ def test_a_scale_down_says_the_slow_scale_down_holds_the_served_value_above_the_
     said = why_scaled(debug("cache", {"requests": 2, "queue": None, "cache": 3}, 5, 3,
                             {"smoothed": 4.5, "scale_down_tau_s": 5.0}))
     assert said == ("the adapter's cache term proposes 3: the cache's fill; requests 2; the adapter's slow "
-                    "scale-down serves 5 meanwhile, smoothed 4.50 falling to 3 with scale_down_tau_s 5")
+                    "scale-down serves 5 meanwhile, an earlier count smoothed 4.50 falling to 3 with "
+                    "scale_down_tau_s 5")
 
 
 def test_the_cap_names_the_term_it_cut() -> None:
@@ -65,3 +66,13 @@ def test_the_hpa_reads_the_replicas_from_the_same_document_that_says_why() -> No
     assert served_replicas({"values": {"modelmesh_desired_replicas": {"value": None, "raw": None}}}) is None
     assert served_replicas(None) is None
 
+
+
+def test_a_scale_up_to_a_count_still_falling_says_the_count_is_an_earlier_one() -> None:
+    """"scale up 7 -> 8 (the adapter's requests term proposes 7; ...; the adapter's slow scale-down serves 8
+    meanwhile ...)" read as if the slow scale-down scaled up: the 8 is a count the adapter proposed a moment before,
+    still falling."""
+    said = why_scaled(debug("requests", {"requests": 7, "queue": 7, "cache": 3}, 8, 7,
+                            {"smoothed": 7.85, "scale_down_tau_s": 5.0}))
+    assert said.endswith("; the adapter's slow scale-down serves 8 meanwhile, an earlier count smoothed 7.85 falling "
+                         "to 7 with scale_down_tau_s 5"), said
