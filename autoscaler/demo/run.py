@@ -272,9 +272,12 @@ class Demo:
         # scale-down removed the oldest: its copies serve on. While it is hot it keeps as many copies as it had:
         # one whose pod was removed is loaded again on a kept pod (`hot_model.hot_model_pods`).
         holders = [p.name for p in ready if p.models == self.hot_models]
-        if phase.hot > 0:
+        # Hot: more than one pod's worth. After the drop (30 req/s) ModelMesh keeps no copy for load, and "loads
+        # the hot model again" was said of a model no pod was busy with.
+        hot = phase.hot > TARGET_RPS_PER_POD
+        if hot:
             self.hot_copies = max(self.hot_copies, len(holders))
-        copies = hot_model_pods([p.name for p in ready], holders, self.hot_copies)
+        copies = hot_model_pods([p.name for p in ready], holders, self.hot_copies if hot else 1)
         if moved := [name for name in copies if name not in holders and name not in self.copies_moved]:
             self.copies_moved.update(moved)
             print(f"\n[{self.elapsed():4.0f}s] ModelMesh loads the hot model again on {', '.join(moved)}: a copy's pod "

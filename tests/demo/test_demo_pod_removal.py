@@ -24,6 +24,14 @@ async def test_the_demo_runs_on_while_a_removed_pods_exporter_is_made_to_end(tmp
     fleet = DemoFleet(tmp_path, {})
     exporter = subprocess.Popen(["sleep", "60"])
     os.kill(exporter.pid, signal.SIGSTOP)  # SIGTERM stays pending: it ends only once continued, or killed
+    # Stopped only once the kernel says so: a SIGTERM before that ended it at once (1 run in 6 under load).
+    stat = Path(f"/proc/{exporter.pid}/stat")
+    for _ in range(500):
+        if stat.read_text().rsplit(")", 1)[1].split()[0] == "T":
+            break
+        time.sleep(0.01)
+    else:
+        raise AssertionError("the exporter never stopped on SIGSTOP")
     pod = DemoPod("demo-4", FakeModelMesh(ModelMeshLoad(requests_per_second=0.0, models_loaded=6)), 0, 0,
                   created_at=time.time(), models="demo-0", process=exporter)
     fleet.pods.append(pod)
