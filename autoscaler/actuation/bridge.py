@@ -181,7 +181,7 @@ class ReplicaBridge:
                 or memory.asked[0] != object_key(runtime)[1]):
             return
         found = replicas_of(runtime)
-        if memory.refused_at == (memory.asked[0], found) and self._retries.waits(owner, memory.scale):
+        if self._refused_at(owner, memory, found):
             # Its write at this value failed and waits for its retry: an event that changes nothing of it (the
             # modelmesh-serving controller writes status and annotations every second) tried it again at once,
             # 60 refused writes a minute a runtime instead of one a resync.
@@ -265,7 +265,7 @@ class ReplicaBridge:
         for key, scale in changed.items():
             memory = self._memory.get(key)
             if key in self._drifted:  # its runtime was set behind our back: reconciled whatever the spec
-                if not self._refused_before(key, memory):
+                if not self._refused_at(key, memory, self._drifted[key]):
                     todo[key] = self._drifted_ask(key, scale, listed)
                     continue
                 del self._drifted[key]
@@ -282,14 +282,13 @@ class ReplicaBridge:
             todo[key] = scale
         return todo
 
-    def _refused_before(self, key: ScaleId, memory: ScaleMemory | None) -> bool:
-        """Whether RuntimeScale `key`'s runtime, set behind the bridge's back, is at the value whose set-back was
-        refused and waits for its retry: `runtime_changed` leaves such events alone, but those that came while the
-        refused write was on its way (the controller writes the runtime every second; a loaded adapter's reads
-        and write take longer) were handed over before the refusal was known, and tried the write again at once."""
+    def _refused_at(self, key: ScaleId, memory: ScaleMemory | None, found: int | None) -> bool:
+        """Whether RuntimeScale `key`'s runtime, found at `found`, is at the value whose set-back was refused and
+        waits for its retry: asked in `runtime_changed` of each event, and again as a drift is taken, for the events
+        that came while the refused write was on its way (the controller writes the runtime every second; a loaded
+        adapter's reads and write take longer), handed over before the refusal was known."""
         return (memory is not None and memory.asked is not None and memory.scale is not None
-                and memory.refused_at == (memory.asked[0], self._drifted[key])
-                and self._retries.waits(key, memory.scale))
+                and memory.refused_at == (memory.asked[0], found) and self._retries.waits(key, memory.scale))
 
     def _drifted_ask(self, key: ScaleId, waiting: JSON, listed: dict[ScaleId, JSON]) -> JSON:
         """The newest spec known of RuntimeScale `key`, whose runtime was set behind the bridge's back: the one

@@ -73,9 +73,11 @@ def removal_preview(costs: Mapping[str, int], created: Sequence[str]) -> str | N
     """The table's line on what a scale-down would take: the pods of the lowest cost first, the newest first as the
     ReplicaSet takes them (`created`: the pods oldest first; listed by name, `demo-0, demo-4, demo-5` read as if
     demo-0 went first), and those of the highest last; None where all cost the same (nothing to tell apart)."""
-    if not costs or min(costs.values()) == max(costs.values()):
+    if not costs:
         return None
     cheapest, dearest = min(costs.values()), max(costs.values())
+    if cheapest == dearest:
+        return None
     newest_first = [name for name in reversed(created) if name in costs]
     first = [name for name in newest_first if costs[name] == cheapest]
     last = [name for name in newest_first if costs[name] == dearest]
