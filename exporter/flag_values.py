@@ -84,11 +84,19 @@ def seconds_within(lowest: float, highest: float,
     """A flag's converter: seconds as `read` reads them, refused outside [`lowest`, `highest`] (an interval given
     in the wrong unit, 1e-6 or 1e20, ran without pause or never), with the range in the error whatever side the
     value is on: `0` was told "must be greater than 0", a range that `--help` did not state."""
+    return number_within(lowest, highest, "seconds", read)
+
+
+def number_within(lowest: float, highest: float, unit: str,
+                  read: Callable[[str], float] | None = None) -> Callable[[str], float]:
+    """`seconds_within` for a number in another `unit` (`ms`, `req/s`), read as a plain finite number unless
+    `read` is given: one range check, and one error, for every bounded number of both programs."""
+    reader = _number if read is None else read
 
     def convert(value: str) -> float:
-        number = read(value)
+        number = reader(value)
         if not lowest <= number <= highest:
-            raise argparse.ArgumentTypeError(f"must be {lowest:g} to {highest:g} seconds, got {value!r}")
+            raise argparse.ArgumentTypeError(f"must be {lowest:g} to {highest:g} {unit}, got {value!r}")
         return number
 
     return convert

@@ -5,7 +5,9 @@ the API server (400: leaseDurationSeconds is an int32), so no replica ever led a
 `--scale-down-tau 1e300` (and the policy key `scale_down_tau_s`) served values that never fell; the exporter's
 `--model-recency-horizon 1e300` kept every model the pod ever served; `simulate --tick 1e300` and `--tick 1e-300`
 stopped with an OverflowError traceback, `--startup-delay`, `--load-time` 1e300 ran a day whose pods never got
-Ready or never loaded a model; `demo --duration 1e300` ran for ever. Values at the bound still start. The policy
+Ready or never loaded a model; `--slo-queue-ms 1e300` never delayed a request, `--pod-rps 1e300` reported
+"0.00x oracle", `--cache-models` of 400 digits stopped with an OverflowError traceback; `demo --duration 1e300` ran
+for ever. Values at the bound still start. The policy
 file's durations too: `warmup_grace_s`, `target_lru_age_s` (1e300 stopped `simulate --config` with an OverflowError
 traceback), `queue_drain_s` and `target_queue_delay_s` (tests/policies/test_policy_upper_bounds.py: annotations).
 """
@@ -132,6 +134,20 @@ SIMULATE_REFUSED = [
     ("--startup-delay", "1e300", "must be 0.1 to 3600 seconds"),
     ("--load-time", "1e300", "must be 0.1 to 3600 seconds"),
     ("--min-churn-age", "1e300", "must be 0 to 86400 seconds"),
+    # Ran: no queue was ever long enough to delay a request; 1e-300, every request that queued at all was delayed.
+    ("--slo-queue-ms", "1e300", "must be 1 to 600000 ms"),
+    ("--slo-queue-ms", "1e-300", "must be 1 to 600000 ms"),
+    ("--slo-queue-ms", "0", "must be 1 to 600000 ms"),
+    ("--slo-queue-ms", "nan", "must be a finite number"),
+    # Ran, on "1e+300 req/s per pod" at 0.00x the oracle; 1e-300 was refused with a pod count of 300 digits.
+    ("--pod-rps", "1e300", "must be 0.001 to 100000 req/s"),
+    ("--pod-rps", "1e-300", "must be 0.001 to 100000 req/s"),
+    ("--pod-rps", "-1", "must be 0.001 to 100000 req/s"),
+    ("--pod-rps", "inf", "must be a finite number"),
+    # Ran on "1000000000000000000000 model copies per pod"; with 400 digits, an OverflowError traceback.
+    ("--cache-models", "1000000000000000000000", "must be 1 to 1000000"),
+    ("--cache-models", "1" + "0" * 400, "must be 1 to 1000000"),
+    ("--cache-models", "0", "must be 1 to 1000000"),
 ]
 
 
@@ -144,10 +160,12 @@ def test_simulate_refuses_a_cluster_duration_past_its_bound(flag: str, value: st
 
 
 @pytest.mark.parametrize("flags", [
-    ["--tick", "600", "--startup-delay", "3600", "--load-time", "3600", "--min-churn-age", "86400"],
-    ["--tick", "0.1", "--startup-delay", "0.1", "--load-time", "0.1", "--min-churn-age", "0"],
+    ["--tick", "600", "--startup-delay", "3600", "--load-time", "3600", "--min-churn-age", "86400",
+     "--slo-queue-ms", "600000", "--pod-rps", "100000", "--cache-models", "1000000"],
+    ["--tick", "0.1", "--startup-delay", "0.1", "--load-time", "0.1", "--min-churn-age", "0",
+     "--slo-queue-ms", "1", "--pod-rps", "0.001", "--cache-models", "1", "--max-replicas", "3"],
 ], ids=["highest", "lowest"])
-def test_simulate_runs_with_its_cluster_durations_at_their_bounds(flags: list[str], tmp_path: Path) -> None:
+def test_simulate_runs_with_its_cluster_flags_at_their_bounds(flags: list[str], tmp_path: Path) -> None:
     done = command("simulate", *TINY, "--out", str(tmp_path / "out"), *flags, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "out" / "report.json").exists()

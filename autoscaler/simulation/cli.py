@@ -23,11 +23,17 @@ from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.yaml_errors import yaml_error_text
 from autoscaler.simulation.cluster_flag_values import (
+    CACHE_MODELS_RANGE,
     MIN_CHURN_AGE_RANGE_S,
+    POD_RPS_RANGE,
     POD_WAIT_RANGE_S,
+    SLO_QUEUE_RANGE_MS,
     TICK_RANGE_S,
+    cache_models,
     min_churn_age,
+    pod_rps,
     pod_wait,
+    slo_queue_ms,
     tick,
 )
 from autoscaler.simulation.figures import figure
@@ -144,10 +150,12 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     synth.add_argument("--shape", type=_lower, choices=SHAPES,
                        help="popularity and time shape (default mixed: Zipf, daily cycle, bursts, churn)")
     shape = parser.add_argument_group("cluster")
-    shape.add_argument("--pod-rps", metavar="REQ/S", type=positive, default=20.0,
-                       help="requests per second one pod serves at 100%% busy (default 20)")
-    shape.add_argument("--cache-models", metavar="N", type=count, default=100,
-                       help="model copies one pod holds (default 100)")
+    shape.add_argument("--pod-rps", metavar="REQ/S", type=pod_rps, default=20.0,
+                       help=f"requests per second one pod serves at 100%% busy, {POD_RPS_RANGE[0]:g} to "
+                            f"{POD_RPS_RANGE[1]:g} (default 20)")
+    shape.add_argument("--cache-models", metavar="N", type=cache_models, default=100,
+                       help=f"model copies one pod holds, {CACHE_MODELS_RANGE[0]} to {CACHE_MODELS_RANGE[1]} "
+                            "(default 100)")
     shape.add_argument("--load-time", metavar="SECONDS", type=pod_wait, default=10.0,
                        help=f"seconds to load a model, {POD_WAIT_RANGE_S[0]:g} to {POD_WAIT_RANGE_S[1]:g} (default 10)")
     shape.add_argument("--load-concurrency", metavar="N", type=count, default=1,
@@ -183,8 +191,9 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                             "target_lru_age_s, 600 s, in --cache-models copies each)")
     shape.add_argument("--tick", metavar="SECONDS", type=tick, default=5.0,
                        help=f"simulation step in seconds, {TICK_RANGE_S[0]:g} to {TICK_RANGE_S[1]:g} (default 5)")
-    shape.add_argument("--slo-queue-ms", metavar="MS", type=positive, default=100.0,
-                       help="a request waiting longer than this in a queue is delayed (default 100)")
+    shape.add_argument("--slo-queue-ms", metavar="MS", type=slo_queue_ms, default=100.0,
+                       help="a request waiting longer than this in a queue is delayed, "
+                            f"{SLO_QUEUE_RANGE_MS[0]:g} to {SLO_QUEUE_RANGE_MS[1]:g} (default 100)")
     parser.add_argument("--advice", type=_lower, choices=ADVICE_CHOICES, default="measure",
                         help="where skew-aware missed a part of the goal, the settings that may move it are each "
                              "replayed on this trace, skew-aware alone against mean-hpa's run (at most nine more "
