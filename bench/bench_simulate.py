@@ -28,6 +28,7 @@ import numpy as np
 
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.simulation.cluster import ClusterShape
+from autoscaler.simulation.cluster_flag_values import cache_models, pod_rps
 from autoscaler.simulation.engine import PolicyResult, oracle, simulate
 from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy, max_bound
 from autoscaler.simulation.report import plot_timeline
@@ -42,8 +43,8 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--functions", action="store_true", help="Azure Functions' shape (see above)")
     parser.add_argument("--trace", type=Path, help="time this trace file instead of a drawn one")
-    parser.add_argument("--pod-rps", type=float, default=20.0)
-    parser.add_argument("--cache-models", type=int, default=100)
+    parser.add_argument("--pod-rps", type=pod_rps, default=20.0)
+    parser.add_argument("--cache-models", type=cache_models, default=100)
     parser.add_argument("--digest", action="store_true", help="print a hash of the results (see above)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:  # a user's trace comes as a file: read as `--trace` does

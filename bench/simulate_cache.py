@@ -32,6 +32,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # run as `python bench/simulate_cache.py`: its sibling is bench.simulate_shapes
 
 from autoscaler.simulation.cluster import ClusterShape  # noqa: E402
+from autoscaler.simulation.cluster_flag_values import min_churn_age  # noqa: E402
 from autoscaler.simulation.engine import PolicyResult, oracle, simulate  # noqa: E402
 from autoscaler.simulation.figures import ratio_text  # noqa: E402
 from autoscaler.simulation.goal import judge  # noqa: E402
@@ -51,7 +52,8 @@ def gap_cells(gaps: list[float]) -> str:
     return " / ".join(f"{c:,}" for c in counts)
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The script's flags; `--min-churn-age` read by `simulate`'s own converter (0 to a day, units taken)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", type=int, default=5000)
     parser.add_argument("--hours", type=float, default=24.0)
@@ -60,10 +62,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-fixed", action="store_true")
     parser.add_argument("--max-replicas", type=int, default=None)
-    parser.add_argument("--min-churn-age", type=float, default=ClusterShape().min_churn_age_s)
+    parser.add_argument("--min-churn-age", type=min_churn_age, default=ClusterShape().min_churn_age_s)
     parser.add_argument("--no-mean-hpa", action="store_true", help="leave the baseline out (ratios then read n/a)")
     parser.add_argument("--variant", action="append", default=[], help="name:key=value,... (repeatable)")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
     variants = [parse_variant(v) for v in args.variant] or [parse_variant("skew-aware:")]
     trace = synthetic(models=args.models, hours=args.hours, mean_rps=args.rps, shape=args.shape, seed=args.seed)
     shape = ClusterShape(min_churn_age_s=args.min_churn_age)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.policy_values import apply_overrides
 from autoscaler.simulation.cluster import ClusterShape
+from autoscaler.simulation.cluster_flag_values import cache_models, min_churn_age, pod_rps
 from autoscaler.simulation.engine import PolicyResult, oracle, simulate
 from autoscaler.simulation.figures import ratio_text
 from autoscaler.simulation.goal import judge
@@ -133,14 +134,16 @@ def events_table(named: list[tuple[str, PolicyResult]]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The script's flags; the cluster's read by `simulate`'s own converters, so that a value `simulate` refuses
+    (`--min-churn-age 1e300`, a churn limit that refused every load) is refused here in the same words."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--models", type=int, default=500)
     parser.add_argument("--rps", type=float, default=150.0)
-    parser.add_argument("--pod-rps", type=float, default=20.0)
-    parser.add_argument("--cache-models", type=int, default=100)
-    parser.add_argument("--min-churn-age", type=float, default=ClusterShape().min_churn_age_s,
+    parser.add_argument("--pod-rps", type=pod_rps, default=20.0)
+    parser.add_argument("--cache-models", type=cache_models, default=100)
+    parser.add_argument("--min-churn-age", type=min_churn_age, default=ClusterShape().min_churn_age_s,
                         help="ModelMesh's churn limit in seconds (0: a full pod always evicts, as before it was "
                              "modelled)")
     parser.add_argument("--queue-untimed", action="store_true",
@@ -159,7 +162,11 @@ def main() -> None:
     parser.add_argument("--events", action="store_true",
                         help="after each shape and seed, each policy's scale-ups and scale-downs, the scale-downs "
                              "undone within a minute, and the cold loads of models a removal took")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
     variants = [parse_variant(v) for v in args.variant] or [parse_variant("skew-aware:")]
     print("| shape | seed | policy | pod-hours | x oracle | delayed ratio | cold loads (migrated loads) | "
           "vs mean-hpa: pod-hours / delayed / avoidable cold | goal |")
