@@ -39,6 +39,7 @@ from autoscaler.simulation.figures import ratio_text
 from autoscaler.simulation.goal import judge
 from autoscaler.simulation.hpa import Behavior, ScalingPolicy, ScalingRules
 from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SkewAwarePolicy, max_bound
+from autoscaler.simulation.report import MOVED_WORDS
 from autoscaler.simulation.run_size import peak_need, sizing
 from autoscaler.simulation.shapes import SHAPES
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
@@ -168,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main() -> None:
     args = build_parser().parse_args()
     variants = [parse_variant(v) for v in args.variant] or [parse_variant("skew-aware:")]
-    print("| shape | seed | policy | pod-hours | x oracle | delayed ratio | cold loads (migrated loads) | "
+    print(f"| shape | seed | policy | pod-hours | x oracle | delayed ratio | cold loads ({MOVED_WORDS}) | "
           "vs mean-hpa: pod-hours / delayed / avoidable cold | goal |")
     print("|---|---:|---|---:|---:|---:|---:|---|---|")
     started = time.perf_counter()

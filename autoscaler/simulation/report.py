@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 BASELINE = "mean-hpa"
+MOVED_WORDS: Final = "moved by scale-down"
+"""What the table, report.md, the README and the bench tables call the loads a scale-down caused (report.json's
+`migrated_loads`, a key kept for the scripts that read it): one name, so that a user can match them."""
 BOUND = "fixed-max"
 
 
@@ -210,7 +213,7 @@ def build_report(info: RunInfo, results: Sequence[PolicyResult],
 def table(report: Mapping[str, Any]) -> str:
     """The comparison as a Markdown table, with the ratios against mean-hpa the goal counts where it ran: the
     cold loads' ratio was of all cold loads, read "1x" where the goal's, of the avoidable ones, was 0."""
-    rows = ["| policy | pod-hours | x oracle | delayed | delayed ratio | cold loads (avoidable) | moved by scale-down "
+    rows = [f"| policy | pod-hours | x oracle | delayed | delayed ratio | cold loads (avoidable) | {MOVED_WORDS} "
             f"| overloaded s | scale events | vs {BASELINE}: pod-hours / delayed / avoidable cold loads | goal |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     oracle = report["oracle_pod_hours"]
