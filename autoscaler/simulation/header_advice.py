@@ -77,11 +77,14 @@ def _unit(rows: Sequence[Sequence[str]], at: int) -> str:
     return "s"
 
 
-def _request_log(name: str, names: Sequence[str], model: str, time: str, unit: str, *, alone: bool) -> str:
+def _request_log(name: str, names: Sequence[str], model: str, time: str, unit: str, *, alone: bool,
+                 others: Sequence[str] = ()) -> str:
     """The `request_log` line that bins the request log `name` (STDIN_NAME: piped in) into a trace, each word
     quoted for the shell (`my log.csv`), a name that starts with `-` kept from being read as an option
     (`./-x.csv`), the time column named where `request_log` would not find it (`date`) and the unit of epoch
-    milliseconds given, so that the line, pasted, runs as it is. `alone`: no column may be the count."""
+    milliseconds given, so that the line, pasted, runs as it is. `alone`: no column may be the count. `others`:
+    the model columns besides `model`, which the line leaves out: said, with the flag that takes one, since the
+    line needs one and `modelId` and `vModelId` count different things (a model, the InferenceService over it)."""
     words = ["python", "-m", "autoscaler.simulation.request_log", "--model-column", model]
     lowered = {n.lower() for n in names}
     if next((n for n in REQUEST_LOG_TIME_NAMES if n in lowered), None) != time.lower():
@@ -91,9 +94,14 @@ def _request_log(name: str, names: Sequence[str], model: str, time: str, unit: s
     path = STDIN if name == STDIN_NAME else f"./{name}" if name.startswith("-") else name
     line = shlex.join([*words, path, "--out", "trace.csv"])
     lead = "a row per request, with no count? bin" if alone else "if each row is one request, bin"
+    lead += " it into a trace"
+    if others:  # before the line, which a user pastes to the end
+        choice = " or ".join(f"--model-column {other}" for other in others)
+        lead += (f" by {model}, the first of {', '.join([model, *others])} ({choice} bins by "
+                 f"{'that one' if len(others) == 1 else 'another'} instead),")
     if name == STDIN_NAME:  # standard input is read once: piped into the converter instead
-        return f"{lead} it into a trace: pipe it into {line}"
-    return f"{lead} it into a trace with {line}"
+        return f"{lead.rstrip(',')}: pipe it into {line}"
+    return f"{lead} with {line}"
 
 
 def _counted(names: list[str], rows: Sequence[Sequence[str]], time: str, model: str, first: str) -> str | None:
@@ -135,7 +143,8 @@ def header_advice(header: Sequence[str], name: str, rows: Iterable[Sequence[str]
         sample = list(itertools.islice(rows, ADVICE_ROWS))
         counted = _counted(names, sample, stamp, model, f"{renamed} and " if len(aliases) == 1 else
                            f"{renamed} " if aliases else "")
-        binned = _request_log(name, names, model, stamp, _unit(sample, names.index(stamp)), alone=counted is None)
+        binned = _request_log(name, names, model, stamp, _unit(sample, names.index(stamp)), alone=counted is None,
+                              others=aliases[1:])
         return binned if counted is None else f"{counted}; {binned}"
     renames = [f"{old} to {new}" for old, new in ((time, "timestamp_s"), (count, "requests")) if old is not None]
     if ("timestamp_s" not in lowered and time is None) or ("requests" not in lowered and count is None):

@@ -297,3 +297,20 @@ def test_both_of_modelmeshs_labels_are_named_as_the_choice_they_are(tmp_path: Pa
 def test_a_column_of_another_name_is_not_taken_for_the_model(tmp_path: Path) -> None:
     said = refused(tmp_path, "timestamp_s,pod,requests\n0,a,3\n")
     assert "rename" not in said and "per-minute table" in said, said
+
+
+def test_a_request_log_with_both_of_modelmeshs_labels_is_told_which_the_line_takes_and_how_to_take_the_other(
+        tmp_path: Path) -> None:
+    """A log of `timestamp,modelId,vModelId` was told a request_log line with `--model-column modelId`, the first,
+    without a word: a user who counts InferenceServices (`vModelId`) binned by ModelMesh models unawares. The
+    refusal says which the line takes and the flag that takes the other, and each, pasted, bins by its own."""
+    text = "timestamp,modelId,vModelId\n" + "".join(f"{minute},{model},isvc-a\n"
+                                                  for minute in range(10) for model in ("m-1", "m-2"))
+    said = refused(tmp_path, text)
+    before, _, line = said.partition("python -m autoscaler.simulation.request_log")
+    assert "--model-column modelId" in line, said
+    assert "modelId" in before and "--model-column vModelId" in before, said
+    assert pasted(tmp_path, said).returncode == 0
+    assert {row.split(",")[1] for row in (tmp_path / "trace.csv").read_text().splitlines()[1:]} == {"m-1", "m-2"}
+    assert pasted(tmp_path, said.replace("--model-column modelId", "--model-column vModelId")).returncode == 0
+    assert {row.split(",")[1] for row in (tmp_path / "trace.csv").read_text().splitlines()[1:]} == {"isvc-a"}
