@@ -42,10 +42,14 @@ def fill_least_busy_first(base: Mapping[str, float], copies: Sequence[str], hot:
 def hot_model_pods(ready: Sequence[str], holders: Sequence[str], keep: int) -> list[str]:
     """The Ready pods serving the hot model: the Ready `holders` of its models, then, up to `keep` copies (the most
     it had while hot), other Ready pods in `ready`'s order (oldest first: they are equally busy), each a copy
-    ModelMesh loaded again where a pod holding one was removed; the oldest Ready pod where none holds it."""
+    ModelMesh loaded again where a pod holding one was removed; the oldest Ready pod where none holds it.
+
+    Holding more than it keeps (after the drop it keeps one, and three pods hold it) adds no other: the count of
+    others to take was negative there, and a negative slice took all but the last few, so a pod not holding it
+    served the hot model after the drop, said to load it again."""
     held = [name for name in ready if name in holders]
     others = [name for name in ready if name not in holders]
-    return held + others[:max(1, min(keep, len(ready))) - len(held)]
+    return held + others[:max(0, max(1, min(keep, len(ready))) - len(held))]
 
 
 def pod_loads(ready: Sequence[str], copies: Sequence[str], background: float, hot: float) -> dict[str, float]:

@@ -6,6 +6,8 @@ the scale-up added hold copies of demo-0's models: only the other pods' load fel
 
 from __future__ import annotations
 
+import contextlib
+import io
 import tempfile
 from pathlib import Path
 
@@ -15,10 +17,10 @@ from hypothesis import strategies as st
 
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
 from autoscaler.demo.fleet import DemoPod
-from autoscaler.demo.hot_model import fill_least_busy_first, pod_loads
+from autoscaler.demo.hot_model import fill_least_busy_first, hot_model_pods, pod_loads
 from autoscaler.demo.run import PHASES, TARGET_RPS_PER_POD, Demo
 
-HOT = PHASES[1]
+HOT, DROP = PHASES[1], PHASES[2]
 
 
 def demo_with(pods: int, added: int) -> Demo:
@@ -85,3 +87,31 @@ def test_requests_go_to_the_least_busy_copy_first(base: dict[str, float], hot: f
 def test_each_ready_pod_shares_the_background() -> None:
     assert pod_loads(["a", "b"], [], 100.0, 0.0) == {"a": 50.0, "b": 50.0}
     assert pod_loads([], ["a"], 100.0, 50.0) == {}
+
+
+def test_after_the_drop_only_the_pods_holding_the_hot_model_serve_it() -> None:
+    """After the traffic drop the hot model's 30 req/s went to demo-1 as well as to the pods holding it (demo-0 and
+    the scale-up's copies), and the demo said "ModelMesh loads the hot model again on demo-1" of a model no pod is
+    busy with: the table read demo-1 14 against demo-2 7. Two copies left beside the hot pod, one pod's worth of
+    load: it stays on the pods that hold it, 40 / 6 + 10 on each of those three, 40 / 6 on the others."""
+    demo = demo_with(4, 2)
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        demo.apply_phase(HOT)
+        demo.apply_phase(DROP)
+    assert "loads the hot model again" not in printed.getvalue()
+    holding, others = 40 / 6 + 10, 40 / 6
+    assert loads(demo) == pytest.approx({"demo-0": holding, "demo-1": others, "demo-2": others, "demo-3": others,
+                                         "demo-4": holding, "demo-5": holding})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.booleans(), min_size=1, max_size=10), st.integers(0, 12))
+def test_the_hot_model_keeps_its_holders_and_no_more_copies_than_it_keeps(holds: list[bool], keep: int) -> None:
+    ready = [f"pod-{index}" for index in range(len(holds))]
+    holders = [name for name, held in zip(ready, holds, strict=True) if held]
+    copies = hot_model_pods(ready, holders, keep)
+    """Every pod holding the hot model serves it, and beyond them it is loaded on others only up to the copies it
+    keeps (at least one): a negative slice once added a copy after the drop, where it keeps one and holds three."""
+    assert set(holders) <= set(copies) <= set(ready)
+    assert len(copies) <= max(len(holders), keep, 1)
+    assert len(copies) >= min(max(keep, 1), len(ready))
