@@ -150,6 +150,8 @@ class FakeModelMesh(Collector):
         self._prefix = model_prefix or f"fake{next(self._instances)}"
         self._last = clock()
         self._invoke, self._queue, self._cache_miss, self._load_model = self._histograms()
+        self.copies: tuple[str, ...] = ()
+        """Copies of other pods' models loaded here (`load_copy`), served beside its own."""
         self.restarts = 0
         self.fault: str | None = None
         self.fault_delay_s = 5.0
@@ -169,6 +171,15 @@ class FakeModelMesh(Collector):
         self.load = dataclasses.replace(self.load, **changes)  # type: ignore[arg-type]
         return self.load
 
+    def load_copy(self, model_id: str) -> None:
+        """Load a copy of another pod's model, as ModelMesh loads a hot model on a pod that did not hold it: from
+        now on it is one of the models this pod's requests are spread over (`model_ids`), so the exporter reports
+        this pod as serving it, and that model is no longer one only its first pod served. Its counters so far
+        stay with the models that served them."""
+        if model_id not in self.model_ids:
+            self._advance()
+            self.copies = (*self.copies, model_id)
+
     def reset_counters(self) -> None:
         """Behave like a restarted container: every counter starts again from zero."""
         self._advance()
@@ -183,10 +194,12 @@ class FakeModelMesh(Collector):
 
     @property
     def model_ids(self) -> tuple[str, ...]:
-        """The models this pod holds now, over which its requests and cache misses are spread (`modelId`)."""
+        """The models this pod holds now, over which its requests and cache misses are spread (`modelId`): its own,
+        then the copies of other pods' models loaded on it (`load_copy`)."""
         if not self.per_model:
             return ("",)
-        return tuple(f"{self._prefix}-model-{index}" for index in range(max(1, self.load.models_loaded)))
+        own = tuple(f"{self._prefix}-model-{index}" for index in range(max(1, self.load.models_loaded)))
+        return own + self.copies
 
     def _advance(self) -> None:
         now = self._clock()
@@ -245,7 +258,8 @@ class FakeModelMesh(Collector):
              load.capacity_bytes),
             (names.MM_USED_BYTES, "Amount of capacity currently in use by loaded models",
              0.0 if empty else load.capacity_bytes * load.cache_used_ratio),
-            (names.MM_MODELS_TOTAL, "Number of model copies loaded in pod", float(max(0, load.models_loaded))),
+            (names.MM_MODELS_TOTAL, "Number of model copies loaded in pod",
+             float(max(0, load.models_loaded) + len(self.copies))),
         ):
             yield GaugeMetricFamily(name, help_text, value=value)
 

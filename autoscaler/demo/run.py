@@ -190,9 +190,8 @@ class Demo:
         # Ready pod without is read as cost 0 by the ReplicaSet, so the drop waits for it as for a pod still starting.
         self.costs: dict[str, tuple[int, int | None]] = {}
         self.ranked: frozenset[str] = frozenset()
-        self.hot_models: str | None = None  # whose models the hot model is one of: the first pod's (`apply_phase`)
-        self.hot_copies = 0  # the most Ready pods holding the hot model's models while it was hot (`apply_phase`)
-        self.copies_moved: set[str] = set()  # the pods a removed copy of the hot model was loaded again on
+        self.hot_model: str | None = None  # the hot model's id: the first pod's first model (`apply_phase`)
+        self.hot_copies = 0  # the most Ready pods holding the hot model while it was hot (`apply_phase`)
         self.shown_costs: dict[str, int] = {}  # the costs the last table showed, which a removal's line compares
         self.phase = PHASES[0]
         self.progress = StoryProgress()  # what the run has shown, for what its end says it did not (`not_shown`)
@@ -265,23 +264,30 @@ class Demo:
         copies, the oldest Ready pod and each Ready pod holding copies of its models, least busy first
         (`hot_model.pod_loads`)."""
         self.phase = phase
-        if self.hot_models is None and self.fleet.pods:
-            self.hot_models = self.fleet.pods[0].models
+        if not self.fleet.pods:
+            return
+        if self.hot_model is None:
+            self.hot_model = self.fleet.pods[0].fake.model_ids[0]
+        hot_model = self.hot_model
         ready = [p for p in self.fleet.pods if p.ready]
-        # The hot model's pods: those holding the first pod's models (the oldest and the added ones), even once a
-        # scale-down removed the oldest: its copies serve on. While it is hot it keeps as many copies as it had:
-        # one whose pod was removed is loaded again on a kept pod (`hot_model.hot_model_pods`).
-        holders = [p.name for p in ready if p.models == self.hot_models]
+        # The hot model's pods: those holding it (the oldest, the added ones with copies of its models, and each
+        # kept pod it was loaded again on), even once a scale-down removed the oldest: its copies serve on. While it
+        # is hot it keeps as many copies as it had: one whose pod was removed is loaded again on a kept pod
+        # (`hot_model.hot_model_pods`), which holds it from then on, beside its own models.
+        holders = [p.name for p in ready if hot_model in p.fake.model_ids]
         # Hot: more than one pod's worth. After the drop (30 req/s) ModelMesh keeps no copy for load, and "loads
         # the hot model again" was said of a model no pod was busy with.
         hot = phase.hot > TARGET_RPS_PER_POD
         if hot:
             self.hot_copies = max(self.hot_copies, len(holders))
         copies = hot_model_pods([p.name for p in ready], holders, self.hot_copies if hot else 1)
-        if moved := [name for name in copies if name not in holders and name not in self.copies_moved]:
-            self.copies_moved.update(moved)
-            print(f"\n[{self.elapsed():4.0f}s] ModelMesh loads the hot model again on {', '.join(moved)}: a copy's pod "
-                  f"was removed, and a hot model keeps its copies")
+        if moved := [p for p in ready if p.name in copies and p.name not in holders]:
+            # Loaded there: its exporter reports the pod serving it, and the table's "models only it served" no
+            # longer counts it for the pods that held it (demo-0 read 6 though demo-1 held the hot model).
+            for pod in moved:
+                pod.fake.load_copy(hot_model)
+            print(f"\n[{self.elapsed():4.0f}s] ModelMesh loads the hot model again on "
+                  f"{', '.join(p.name for p in moved)}: a copy's pod was removed, and a hot model keeps its copies")
             sys.stdout.flush()
         loads = pod_loads([p.name for p in ready], copies, phase.background_per_pod * self.initial, phase.hot)
         for pod in self.fleet.pods:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import io
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,16 +21,19 @@ from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
 from autoscaler.demo.fleet import DemoPod
 from autoscaler.demo.hot_model import fill_least_busy_first, hot_model_pods, pod_loads
 from autoscaler.demo.run import PHASES, TARGET_RPS_PER_POD, Demo
+from exporter import names
 
 HOT, DROP = PHASES[1], PHASES[2]
 
 
-def demo_with(pods: int, added: int) -> Demo:
-    """A demo whose fleet has `pods` original pods and `added` pods a scale-up started, all Ready."""
+def demo_with(pods: int, added: int, clock: Callable[[], float] = time.monotonic) -> Demo:
+    """A demo whose fleet has `pods` original pods and `added` pods a scale-up started, all Ready; their fake
+    ModelMesh containers count requests on `clock`."""
     demo = Demo(pods, 60.0, 3.0, Path(tempfile.gettempdir()))
     for index in range(pods + added):
         models = f"demo-{index}" if index < pods else "demo-0"
-        fake = FakeModelMesh(ModelMeshLoad(requests_per_second=0.0, models_loaded=6), model_prefix=models)
+        fake = FakeModelMesh(ModelMeshLoad(requests_per_second=0.0, models_loaded=6), clock,
+                             model_prefix=models)
         demo.fleet.pods.append(DemoPod(f"demo-{index}", fake, 0, 0, created_at=float(index), models=models,
                                        ready=True))
     return demo
@@ -87,6 +92,38 @@ def test_requests_go_to_the_least_busy_copy_first(base: dict[str, float], hot: f
 def test_each_ready_pod_shares_the_background() -> None:
     assert pod_loads(["a", "b"], [], 100.0, 0.0) == {"a": 50.0, "b": 50.0}
     assert pod_loads([], ["a"], 100.0, 50.0) == {}
+
+
+def models_served(fake: FakeModelMesh) -> set[str]:
+    """The models a fake ModelMesh's invoke histogram has counted requests for: what its exporter reports as the
+    pod's recent models, which the adapter's "models only it served" is counted from."""
+    families = [family for family in fake.collect() if family.name == names.MM_INVOKE_MODEL_MS]
+    return {sample.labels["modelId"] for family in families for sample in family.samples
+            if sample.name.endswith("_count") and sample.value > 0}
+
+
+def test_a_copy_loaded_again_on_an_original_pod_is_served_there() -> None:
+    """The demo said "ModelMesh loads the hot model again on demo-1", but demo-1 went on serving its own six models
+    only: once the scale-up's copies were gone, the table showed "6 models only it served" for demo-0, the hot pod,
+    though the demo had just said its hot model has copies on demo-1, demo-2 and demo-3. A copy loaded again is
+    now one of the models the pod serves, and its requests count for that model."""
+    now = [0.0]
+    demo = demo_with(4, 4, clock=lambda: now[0])
+    hot_model = demo.fleet.pods[0].fake.model_ids[0]
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        demo.apply_phase(HOT)
+        for gone in ("demo-7", "demo-6", "demo-5", "demo-4"):
+            now[0] += 1.0
+            demo.fleet.pods = [p for p in demo.fleet.pods if p.name != gone]
+            demo.apply_phase(HOT)
+        now[0] += 1.0
+    assert "loads the hot model again on demo-1" in printed.getvalue()
+    served = {pod.name: models_served(pod.fake) for pod in demo.fleet.pods}
+    for name in ("demo-1", "demo-2", "demo-3"):
+        assert hot_model in served[name], (name, served)
+    only_there = {name: len(models - set().union(*(m for n, m in served.items() if n != name)))
+                  for name, models in served.items()}
+    assert only_there == {"demo-0": 5, "demo-1": 6, "demo-2": 6, "demo-3": 6}
 
 
 def test_after_the_drop_only_the_pods_holding_the_hot_model_serve_it() -> None:
