@@ -58,6 +58,10 @@ from autoscaler.simulation.hpa_manifest import describe_behavior
 TARGET_RPS_PER_POD = 100.0
 SCALE_DOWN_TAU_S = 5.0
 HPA_SYNC_S = 2.0
+ADAPTER_TIMEOUT_S = 2.0
+"""How long the demo waits for each answer of its adapter and exporters (the metrics API, /debug, /metrics): within
+one HPA sync. The adapter answers in milliseconds even with 2 cores busy; past this, the scale line says the reason
+is unknown this time (`scale_reasons.why_scaled`) rather than hold the HPA's loop back."""
 DESIRED = MetricSpec(ServedMetric.DESIRED_REPLICAS.value, "External", "AverageValue", 1.0)
 DEMO_BEHAVIOR = Behavior(
     scale_up=ScalingRules(0, "Max", (ScalingPolicy("Percent", 100, 2), ScalingPolicy("Pods", 4, 2))),
@@ -192,6 +196,7 @@ class Demo:
         self.ranked: frozenset[str] = frozenset()
         self.hot_model: str | None = None  # the hot model's id: the first pod's first model (`apply_phase`)
         self.hot_copies = 0  # the most Ready pods holding the hot model while it was hot (`apply_phase`)
+        self.debug_missed = "did not answer"  # how the last /debug read failed, where it did (`debug`)
         self.shown_costs: dict[str, int] = {}  # the costs the last table showed, which a removal's line compares
         self.phase = PHASES[0]
         self.progress = StoryProgress()  # what the run has shown, for what its end says it did not (`not_shown`)
@@ -304,7 +309,7 @@ class Demo:
         url = self._url(f"/apis/{GROUP_VERSION}/namespaces/{NAMESPACE}/{metric.value}"
                         f"?labelSelector=deployment%3D{DEPLOYMENT}")
         try:
-            async with session.get(url, ssl=False, timeout=aiohttp.ClientTimeout(total=2)) as response:
+            async with session.get(url, ssl=False, timeout=aiohttp.ClientTimeout(total=ADAPTER_TIMEOUT_S)) as response:
                 return response.status, await response.json()
         except (aiohttp.ClientError, TimeoutError, ValueError):
             return None
@@ -316,7 +321,7 @@ class Demo:
     async def exporter_rps(self, session: aiohttp.ClientSession, pod: DemoPod) -> float | None:
         try:
             async with session.get(f"http://127.0.0.1:{pod.exporter_port}/metrics",
-                                   timeout=aiohttp.ClientTimeout(total=2)) as response:
+                                   timeout=aiohttp.ClientTimeout(total=ADAPTER_TIMEOUT_S)) as response:
                 text = await response.text()
         except (aiohttp.ClientError, TimeoutError):
             return None
@@ -326,16 +331,28 @@ class Demo:
         return None
 
     async def debug(self, session: aiohttp.ClientSession) -> dict[str, Any] | None:
-        """The adapter's `/debug` explanation of the demo's runtime; None where it does not answer."""
+        """The adapter's `/debug` explanation of the demo's runtime; None where it does not answer, and then
+        `debug_missed` says how (for the scale line, `scale_reasons.why_scaled`)."""
         try:
             async with session.get(self._url(f"/debug/runtimes/{NAMESPACE}/{DEPLOYMENT}"), ssl=False,
-                                   timeout=aiohttp.ClientTimeout(total=2)) as response:
+                                   timeout=aiohttp.ClientTimeout(total=ADAPTER_TIMEOUT_S)) as response:
                 if response.status != 200:
+                    self.debug_missed = f"answered {response.status}"
                     return None
                 body = await response.json()
-        except (aiohttp.ClientError, TimeoutError, ValueError):
+        except TimeoutError:
+            self.debug_missed = f"did not answer within {ADAPTER_TIMEOUT_S:g} s"
             return None
-        return body if isinstance(body, dict) else None
+        except aiohttp.ClientError:
+            self.debug_missed = "could not be reached"
+            return None
+        except ValueError:
+            self.debug_missed = "answered no JSON"
+            return None
+        if not isinstance(body, dict):
+            self.debug_missed = "answered no JSON object"
+            return None
+        return body
 
     async def ranked_pods(self, session: aiohttp.ClientSession,
                           debug: dict[str, Any] | None = None) -> dict[str, tuple[int, int | None]]:
@@ -379,7 +396,7 @@ class Demo:
                     removed.append(words)
                     await self.fleet.remove_pod(name)
             what = f"; removed {'; '.join(removed)}" if removed else f"; added {', '.join(added)}" if added else ""
-            print(f"\n[{self.elapsed():4.0f}s] HPA: {decision.reason} ({why_scaled(debug)}){what}")
+            print(f"\n[{self.elapsed():4.0f}s] HPA: {decision.reason} ({why_scaled(debug, self.debug_missed)}){what}")
             sys.stdout.flush()
             self.apply_phase(self.phase)  # the load moves with the pods now, not at the scenario's next step
 

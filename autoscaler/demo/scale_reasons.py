@@ -35,13 +35,16 @@ def served_replicas(debug: Mapping[str, Any] | None) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def why_scaled(debug: Mapping[str, Any] | None) -> str:
+def why_scaled(debug: Mapping[str, Any] | None, missed: str = "did not answer") -> str:
     """`the adapter's requests term proposes 7: the skew-aware request load, 668 req/s at 100 a pod; queue 5,
     cache 3`, with what holds a served value above its raw one (the slow scale-down, or a hold `held` names); the
-    adapter's reason where it decides nothing (no winner: too few fresh pods, say); what to say where /debug did
-    not answer."""
-    if not debug or not isinstance(debug.get("proposals"), dict):
-        return "the adapter's /debug did not answer: no reason to show"
+    adapter's reason where it decides nothing (no winner: too few fresh pods, say). Where /debug gave no document
+    (`missed` says how: late with 2 cores busy, say), that why is unknown this time and that the count is the
+    metrics API's: "/debug did not answer: no reason to show" read as the adapter's own account, no term deciding."""
+    if not debug:
+        return f"the adapter's /debug {missed}: why it scaled is unknown this time; the count is the metrics API's"
+    if not isinstance(debug.get("proposals"), dict):
+        return "the adapter's /debug named no terms: why it scaled is unknown this time"
     if debug.get("winner") is None:
         return f"the adapter decides nothing now: {debug.get('reason') or 'no term proposes a count'}"
     proposals: dict[str, int | None] = debug["proposals"]

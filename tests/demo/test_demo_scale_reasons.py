@@ -40,8 +40,9 @@ def test_the_cap_names_the_term_it_cut() -> None:
     assert said.startswith("the adapter's max_replicas 8 cuts its requests term's 12"), said
 
 
-def test_no_debug_answer_says_so() -> None:
-    assert why_scaled(None) == "the adapter's /debug did not answer: no reason to show"
+def test_no_debug_answer_says_why_is_unknown_this_time() -> None:
+    assert why_scaled(None, "answered 404") == ("the adapter's /debug answered 404: why it scaled is unknown this "
+                                                "time; the count is the metrics API's")
 
 
 def test_no_winner_says_why_the_adapter_decides_nothing_yet() -> None:

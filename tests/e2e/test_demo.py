@@ -241,7 +241,8 @@ def drop_loads(out: str) -> list[float]:
 SCALE_LINE = re.compile(r"HPA: modelmesh_desired_replicas proposes (\d+);(?: [^;]*;)*? scale (up|down) \d+ -> \d+ "
                         r"\((.*?)\)(?:; (?:removed|added) .*)?$")
 TERM_DECIDED = re.compile(r"the adapter's (requests|queue|cache|gpu|min_replicas|max_replicas|ready_pods)\b")
-NO_REASON = re.compile(r"the adapter's /debug did not answer: no reason to show|the adapter decides nothing now: .*")
+NO_REASON = re.compile(r"the adapter's /debug [^:]*: why it scaled is unknown this time(?:; the count is the metrics "
+                       r"API's)?|the adapter decides nothing now: .*")
 
 
 def test_each_scale_says_which_of_the_adapters_terms_decided(full_run: subprocess.CompletedProcess[str]) -> None:
