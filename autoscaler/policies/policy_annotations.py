@@ -200,7 +200,7 @@ def _settle(base: RuntimePolicy, chosen: dict[str, Written], fresh: dict[str, Wr
         problem = policy_problem(policy)
         if problem is None:
             return policy
-        name, why = problem
+        name = problem.name
         culprits = [name] if name in chosen else ["min_replicas"]  # max below min: the other annotated bound
         if name == "max_replicas" and "min_replicas" in chosen and "max_replicas" in chosen:
             culprits = [n for n in ("min_replicas", "max_replicas") if chosen[n] == fresh.get(n)] or culprits
@@ -209,6 +209,9 @@ def _settle(base: RuntimePolicy, chosen: dict[str, Written], fresh: dict[str, Wr
                 return base
             written = chosen.pop(culprit)
             if fresh.get(culprit) == written:
+                # beside the value as written, the rule alone (`PolicyProblem`); a min_replicas refused for the
+                # file's max_replicas is told the max's value, shown nowhere else
+                why = problem.rule if culprit == name else problem.message
                 ignored.setdefault(culprit, []).insert(0, (written, why))
                 kept = memory.last_good.get(culprit)
                 if kept is not None and kept.value != written.value:

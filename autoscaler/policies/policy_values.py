@@ -10,7 +10,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
-from typing import Final
+from typing import Final, NamedTuple
 
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.recommendation import PROPOSAL_LIMIT
@@ -292,19 +292,30 @@ _CHECKS: Final[tuple[_Check, ...]] = (
 )
 
 
-def policy_problem(policy: RuntimePolicy) -> tuple[str, str] | None:
-    """(field, message) of the first field out of range, or None (NaN and inf are out of every range)."""
+class PolicyProblem(NamedTuple):
+    """The first field of a policy out of range, and why: `message` with the value, for the policy file's refusal;
+    `rule` without it, for an annotation's warning, which shows the value as written beside the annotation's name
+    (with the value as read too, `'1e300': ... got 1e+300`, it read as two values)."""
+
+    name: str
+    message: str
+    rule: str
+
+
+def policy_problem(policy: RuntimePolicy) -> PolicyProblem | None:
+    """The first field out of range, or None (NaN and inf are out of every range)."""
     for name in FIELDS:
         value = getattr(policy, name)
         if isinstance(value, float) and not math.isfinite(value):
-            return name, f"{name} must be finite, got {value!r}"
+            return PolicyProblem(name, f"{name} must be finite, got {value!r}", f"{name} must be finite")
     for name, ok, rule in _CHECKS:
         if not ok(policy):
             value = getattr(policy, name)
             hint = _ratio_hint(name, value)
             if name == "max_replicas":  # the rule names a second field: say what it holds
                 hint = f"; min_replicas is {show_value(policy.min_replicas)}"
-            return name, f"{name} {rule}, got {show_value(value) if value is None else echoed(value)}{hint}"
+            shown = show_value(value) if value is None else echoed(value)
+            return PolicyProblem(name, f"{name} {rule}, got {shown}{hint}", f"{name} {rule}{hint}")
     return None
 
 
@@ -312,7 +323,7 @@ def check_policy(policy: RuntimePolicy) -> None:
     """Raise ValueError naming the first field out of range (NaN and inf are out of every range)."""
     problem = policy_problem(policy)
     if problem is not None:
-        raise ValueError(problem[1])
+        raise ValueError(problem.message)
 
 
 def apply_overrides(policy: RuntimePolicy, overrides: Mapping[str, object]) -> RuntimePolicy:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -88,3 +89,24 @@ def test_no_line_shows_a_long_value_whole(written: list[tuple[str, str]]) -> Non
         for _annotation, value in written:
             assert value[:ECHO_LIMIT + 1] not in text, text[:500]
 
+
+
+OUT_OF_RANGE = [
+    ("queue-drain-s", "1e300", "queue_drain_s must be > 0 and at most 3600 seconds"),
+    ("queue-drain-s", "5000", "queue_drain_s must be > 0 and at most 3600 seconds"),
+    ("min-replicas", "0", "min_replicas must be null or from 1 to 1,000,000 (the most the adapter serves)"),
+    ("skew-order", "0.5", "skew_order must be >= 1"),
+    ("target-gpu-busy", "80", "target_gpu_busy must be in (0, 1] (a ratio: write 0.8 for 80%)"),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "rule"), OUT_OF_RANGE, ids=[f"{n}={v}" for n, v, _ in OUT_OF_RANGE])
+def test_an_annotation_out_of_range_is_named_once_with_its_key_and_range(name: str, value: str, rule: str) -> None:
+    """The warning read `queue-drain-s='1e300': queue_drain_s must be > 0 and at most 3600 seconds, got 1e+300`:
+    the value twice, the second time spelt otherwise (`'5000'`, then `5000.0`), as if two values were written."""
+    lines, debug = _shown(PolicyBook(), [{PREFIX + name: value}])
+    [line] = lines
+    assert f"ignoring annotation {PREFIX}{name}='{value}': {rule}; the runtime uses " in line, line
+    assert "got" not in line, line
+    [ignored] = [entry for entry in debug if "ignored" in entry]
+    assert f"{PREFIX}{name}='{value}': {rule}" in json.loads(ignored)["ignored"] and "got" not in ignored, ignored
