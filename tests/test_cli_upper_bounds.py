@@ -9,7 +9,8 @@ Ready or never loaded a model; `--slo-queue-ms 1e300` never delayed a request, `
 "0.00x oracle", `--cache-models` of 400 digits stopped with an OverflowError traceback; `demo --duration 1e300` ran
 for ever. Values at the bound still start. The policy
 file's durations too: `warmup_grace_s`, `target_lru_age_s` (1e300 stopped `simulate --config` with an OverflowError
-traceback), `queue_drain_s` and `target_queue_delay_s` (tests/policies/test_policy_upper_bounds.py: annotations).
+traceback), `queue_drain_s` and `target_queue_delay_s`, and two keys that are no durations, `target_rps_per_pod` and
+`cache_pressure_cap` (tests/policies/test_policy_upper_bounds.py: annotations).
 """
 
 from __future__ import annotations
@@ -209,6 +210,11 @@ POLICY_REFUSED = [
     ("target_lru_age_s", "target_lru_age_s must be > 0 and at most 604800 seconds, got 1e+300"),
     ("queue_drain_s", "queue_drain_s must be > 0 and at most 3600 seconds, got 1e+300"),
     ("target_queue_delay_s", "target_queue_delay_s must be > 0 and at most 600 seconds, got 1e+300"),
+    # Taken: the request term asked for at most one pod whatever the load (6 pods at 500 req/s each: 1).
+    ("target_rps_per_pod", "target_rps_per_pod must be > 0 and at most 1,000,000 (no pod serves more), or null, "
+                           "got 1e+300"),
+    # Taken: the cache term's cap was gone (6 full pods, oldest copy used 1 s ago against 600 s: 3,600 pods).
+    ("cache_pressure_cap", "cache_pressure_cap must be > 0 and at most 10, got 1e+300"),
 ]
 
 
@@ -233,7 +239,8 @@ def test_a_policy_file_s_duration_past_its_bound_stops_serve_and_simulate_in_one
 
 def test_simulate_runs_with_a_policy_file_at_every_bound(tmp_path: Path) -> None:
     (tmp_path / "policy.yaml").write_text("defaults: {warmup_grace_s: 10800, target_lru_age_s: 604800, "
-                                          "queue_drain_s: 3600, target_queue_delay_s: 600, need_weight_cache: 1000}\n")
+                                          "queue_drain_s: 3600, target_queue_delay_s: 600, need_weight_cache: 1000, "
+                                          "target_rps_per_pod: 1e6, cache_pressure_cap: 10}\n")
     done = command("simulate", *TINY, "--out", str(tmp_path / "out"), "--config", str(tmp_path / "policy.yaml"),
                    cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -14,6 +14,7 @@ from typing import Final, NamedTuple
 
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.recommendation import PROPOSAL_LIMIT
+from exporter.signal_ceilings import CEILINGS
 
 HINTS: Final = typing.get_type_hints(RuntimePolicy)
 FIELDS: Final = tuple(f.name for f in fields(RuntimePolicy))
@@ -214,8 +215,21 @@ so no ranking needs more (0 leaves a term out). 1e308 each was taken: the sum ov
 pod's need read 0 and every deletion cost 0, so the ReplicaSet removed any pod, with nothing said."""
 
 
-def _positive(x: float | None) -> bool:
-    return x is not None and x > 0.0
+TARGET_RPS_PER_POD_RANGE: Final = (0.0, CEILINGS["requests_per_second"].limit)
+"""The `target_rps_per_pod` taken (over 0, or null). Up to a million requests a second, the most a pod's reading
+can be (`exporter.signal_ceilings`: a higher one is refused as garbage): the request term asks for the counted
+pods' load over this target in pods, so past it no load the adapter takes for real can ask for more than the pods
+it counts. 1e300 was taken and the term asked for one pod whatever the load (six pods serving 500 req/s each: 1),
+so a runtime without a GPU signal fell to its floor with nothing said; null is the way to leave requests out."""
+
+CACHE_PRESSURE_CAP_RANGE: Final = (0.0, 10.0)
+"""The `cache_pressure_cap` taken (over 0; the default is 1.2). The cache-pressure term asks for the Ready pods
+times the pressure (`target_lru_age_s` over the oldest copy's age), at most this cap, and where pods report
+per-model use at most this cap times the pods the copies in use fill: the cap is what keeps the term from running
+away. Up to ten: one refresh may ask for ten times the pods (the HPA's own default adds at most twice as many a
+period), pods whose caches would then hold nine tenths copies nobody used within `target_lru_age_s`. 1e300 was
+taken and removed the cap: six full pods whose oldest copy was used a second ago (against 600 s) asked for 3,600
+pods, with nothing said."""
 
 
 def _ratio(x: float | None) -> bool:
@@ -250,14 +264,18 @@ _CHECKS: Final[tuple[_Check, ...]] = (
     ("target_gpu_busy", lambda p: _ratio(p.target_gpu_busy), "must be in (0, 1]"),
     (
         "target_rps_per_pod",
-        lambda p: p.target_rps_per_pod is None or _positive(p.target_rps_per_pod),
-        "must be > 0 or null",
+        lambda p: p.target_rps_per_pod is None or 0.0 < p.target_rps_per_pod <= TARGET_RPS_PER_POD_RANGE[1],
+        f"must be > 0 and at most {TARGET_RPS_PER_POD_RANGE[1]:,.0f} (no pod serves more), or null",
     ),
     _over_zero_seconds("target_queue_delay_s", TARGET_QUEUE_DELAY_RANGE_S[1]),
     _over_zero_seconds("queue_drain_s", QUEUE_DRAIN_RANGE_S[1]),
     _over_zero_seconds("target_lru_age_s", TARGET_LRU_AGE_RANGE_S[1]),
     ("cache_full_ratio", lambda p: _ratio(p.cache_full_ratio), "must be in (0, 1]"),
-    ("cache_pressure_cap", lambda p: _positive(p.cache_pressure_cap), "must be > 0"),
+    (
+        "cache_pressure_cap",
+        lambda p: 0.0 < p.cache_pressure_cap <= CACHE_PRESSURE_CAP_RANGE[1],
+        f"must be > 0 and at most {CACHE_PRESSURE_CAP_RANGE[1]:g}",
+    ),
     (
         "scale_down_tau_s",
         lambda p: SCALE_DOWN_TAU_RANGE_S[0] <= p.scale_down_tau_s <= SCALE_DOWN_TAU_RANGE_S[1],

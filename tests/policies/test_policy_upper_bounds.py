@@ -6,12 +6,16 @@ Taken before: `warmup_grace_s: 1e300` printed a 301-digit number of seconds in t
 for ever; `target_lru_age_s: 1e300` stopped `simulate --config` with an OverflowError traceback (and past the
 exporters' longest `--model-recency-horizon`, a week, the adapter held the cache term for good); `queue_drain_s` and
 `target_queue_delay_s` 1e300 turned the queue term off without a word; need weights of 1e308 overflowed their sum
-to infinity and every pod's need read 0, so every deletion cost was 0.
+to infinity and every pod's need read 0, so every deletion cost was 0; `target_rps_per_pod: 1e300` asked for one
+pod whatever the load (a runtime without a GPU signal fell to its floor); `cache_pressure_cap: 1e300` took away the
+cap of the cache term (six full pods whose oldest copy was used a second ago asked for 3,600).
+`skew_order` has none: past an order of about a thousand the power mean is the hottest pod's value, as meant.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -21,10 +25,12 @@ from autoscaler.policies.config import ConfigError, PolicyBook
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.policy_values import (
+    CACHE_PRESSURE_CAP_RANGE,
     NEED_WEIGHT_RANGE,
     QUEUE_DRAIN_RANGE_S,
     TARGET_LRU_AGE_RANGE_S,
     TARGET_QUEUE_DELAY_RANGE_S,
+    TARGET_RPS_PER_POD_RANGE,
     WARMUP_GRACE_RANGE_S,
     check_policy,
 )
@@ -45,6 +51,9 @@ BOUNDED = [
     ("need_weight_gpu", NEED_WEIGHT_RANGE[1], "must be 0 to 1000"),
     ("need_weight_cache", NEED_WEIGHT_RANGE[1], "must be 0 to 1000"),
     ("need_weight_unique", NEED_WEIGHT_RANGE[1], "must be 0 to 1000"),
+    ("target_rps_per_pod", TARGET_RPS_PER_POD_RANGE[1],
+     "must be > 0 and at most 1,000,000 (no pod serves more), or null"),
+    ("cache_pressure_cap", CACHE_PRESSURE_CAP_RANGE[1], "must be > 0 and at most 10"),
 ]
 IDS = [key for key, _, _ in BOUNDED]
 
@@ -62,6 +71,8 @@ def test_the_documented_bounds() -> None:
     assert QUEUE_DRAIN_RANGE_S == (0.0, 3600.0)
     assert TARGET_QUEUE_DELAY_RANGE_S == (0.0, 600.0)
     assert NEED_WEIGHT_RANGE == (0.0, 1000.0)
+    assert TARGET_RPS_PER_POD_RANGE == (0.0, 1_000_000.0)
+    assert CACHE_PRESSURE_CAP_RANGE == (0.0, 10.0)
 
 
 @pytest.mark.parametrize(("key", "highest", "says"), BOUNDED, ids=IDS)
@@ -78,9 +89,9 @@ def test_a_policy_file_value_past_the_bound_stops_the_start_naming_key_value_and
 @pytest.mark.parametrize(("key", "highest", "says"), BOUNDED, ids=IDS)
 def test_a_value_just_past_the_bound_is_refused_and_the_bound_is_taken(
         key: str, highest: float, says: str, tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=f"{key} {says}"):
-        load_policy_book(write(tmp_path, f"defaults: {{{key}: {highest + 1:g}}}\n"), announce=False)
-    book = load_policy_book(write(tmp_path, f"defaults: {{{key}: {highest:g}}}\n"), announce=False)
+    with pytest.raises(ConfigError, match=re.escape(f"{key} {says}")):
+        load_policy_book(write(tmp_path, f"defaults: {{{key}: {highest + 1:.15g}}}\n"), announce=False)
+    book = load_policy_book(write(tmp_path, f"defaults: {{{key}: {highest:.15g}}}\n"), announce=False)
     assert getattr(book.policy_for(TRITON), key) == highest
 
 
