@@ -38,6 +38,7 @@ from exporter.flag_values import (
 from exporter.kube_names import object_name_problem
 from exporter.pod_identity import PodIdentity
 from exporter.pod_resources import DEFAULT_SOCKET, GKE_GPU, GPU_ID_PREFIXES
+from exporter.recency_horizon_range import MODEL_RECENCY_HORIZON_RANGE_S
 from exporter.tls_files import pair_problem
 
 ENV_PREFIX: Final = "EXPORTER_"
@@ -164,11 +165,6 @@ container first unless it is raised with the wait."""
 pod_resources_wait = seconds_within(*POD_RESOURCES_WAIT_RANGE_S)
 """Seconds the start waits for the kubelet's PodResources API, within `POD_RESOURCES_WAIT_RANGE_S`."""
 
-
-MODEL_RECENCY_HORIZON_RANGE_S = (0.0, 604_800.0)
-"""The model recency horizons taken: `--model-recency-horizon 1e300` was taken and kept every model the pod ever
-served in the output, which the horizon is there to stop. A week is far past any `target_lru_age_s` (models used
-within it should stay cached; the built-in 600 s) and past a weekly job's models; 0 turns the family off."""
 
 model_recency_horizon = seconds_within(*MODEL_RECENCY_HORIZON_RANGE_S, read=seconds_or_off)
 """Seconds a served model stays in the output, within `MODEL_RECENCY_HORIZON_RANGE_S` (0: off)."""

@@ -29,9 +29,10 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "exporter": ("autoscaler",),
 }
 
-SHARED: tuple[str, ...] = ("exporter.signal_ceilings",)
+SHARED: tuple[str, ...] = ("exporter.signal_ceilings", "exporter.recency_horizon_range")
 """Modules every layer may import: plain data both ends of the wire agree on (the signals' ceilings, which the
-exporter and the policies both refuse readings by), in modules that import the standard library alone."""
+exporter and the policies both refuse readings by; the longest per-model recency, which the exporter's horizon and
+the policies' `target_lru_age_s` both take), in modules that import the standard library alone."""
 
 
 def module_name(path: Path, root: Path) -> str:

@@ -14,6 +14,7 @@ from typing import Final, NamedTuple
 
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.recommendation import PROPOSAL_LIMIT
+from exporter.recency_horizon_range import MODEL_RECENCY_HORIZON_RANGE_S
 from exporter.signal_ceilings import CEILINGS
 
 HINTS: Final = typing.get_type_hints(RuntimePolicy)
@@ -191,10 +192,11 @@ null grace follows: 1e300 was taken and the warm-up log line printed a 301-digit
 the adapter had no memory of (after every restart or rolling update) held its replicas until every Ready pod was
 fresh, without end. A grace longer than the longest staleness waits for a pod that counts as missing already."""
 
-TARGET_LRU_AGE_RANGE_S: Final = (0.0, 604_800.0)
-"""The `target_lru_age_s` taken (over 0). Up to a week, the longest `--model-recency-horizon` an exporter takes: the
-per-model use the cache need counts is kept only that long, so a longer age held the cache term (may rise, never
-fall) for good, and `simulate --config` with 1e300 stopped with an OverflowError traceback."""
+TARGET_LRU_AGE_RANGE_S: Final = MODEL_RECENCY_HORIZON_RANGE_S
+"""The `target_lru_age_s` taken (over 0). Up to a week, the longest `--model-recency-horizon` an exporter takes (the
+one constant, `exporter.recency_horizon_range`): the per-model use the cache need counts is kept only that long, so
+a longer age held the cache term (may rise, never fall) for good, and `simulate --config` with 1e300 stopped with an
+OverflowError traceback."""
 
 QUEUE_DRAIN_RANGE_S: Final = (0.0, 3600.0)
 """The `queue_drain_s` taken (over 0). The queue term asks for the excess backlog over this time in pods, so at an
