@@ -15,14 +15,19 @@ traceback), `queue_drain_s` and `target_queue_delay_s`, and two keys that are no
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autoscaler import cli
+from autoscaler.policies.recommendation import PROPOSAL_LIMIT
 from tests.support.ports import free_port
 from tests.support.processes import TEST_PROCESS_ENV, running, start, stop, wait_until_logged
 from tests.test_serve_leader_flags import KUBECONFIG
@@ -260,3 +265,61 @@ def test_simulate_never_advises_a_target_lru_age_the_adapter_refuses() -> None:
     check_policy(RuntimePolicy(target_lru_age_s=lever.step(172_800.0)))
     assert lever.step(highest) == highest
     assert lever.step(600.0) == 3600.0
+
+
+def test_simulate_never_advises_a_min_replicas_above_the_policy_files_max_replicas(tmp_path: Path) -> None:
+    """With `max_replicas: 4` in the policy file, "raise min_replicas 3 -> 6" was advised, and its compare command
+    stopped at once: "defaults: max_replicas must be null or >= min_replicas ..., got 4; min_replicas is 6". The
+    step stops at the policy's own max."""
+    from autoscaler.policies.config_file import load_policy_book
+    from autoscaler.simulation.trace import synthetic, write_csv
+
+    write_csv(synthetic(models=200, hours=24.0, mean_rps=40.0), tmp_path / "day.csv")  # quiet nights: delays missed
+    (tmp_path / "policy.yaml").write_text("defaults:\n  min_replicas: 3\n  max_replicas: 4\n")
+    done = command("simulate", "--trace", str(tmp_path / "day.csv"), "--out", str(tmp_path / "out"), "--no-plot",
+                   "--quiet", "--advice", "off", "--config", str(tmp_path / "policy.yaml"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    advice = done.stdout.split("What to change", 1)[1].split("\n\n", 1)[0]
+    assert "raise min_replicas 3 -> 4" in advice, advice
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    [advised] = [s for e in report["advice"] for s in e["settings"] if s["setting"] == "min_replicas"]
+    write = advised["command"].split(" && ")[0]
+    subprocess.run(["bash", "-c", write], cwd=tmp_path, check=True)
+    book = load_policy_book(Path(shlex.split(write)[-1]), announce=False)
+    assert (book.defaults.min_replicas, book.defaults.max_replicas) == (4, 4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(floor=st.integers(1, PROPOSAL_LIMIT), policy_max=st.none() | st.integers(1, PROPOSAL_LIMIT),
+       hpa_max=st.integers(1, 3 * PROPOSAL_LIMIT), queue_drain_s=st.floats(0.001, 3600.0),
+       scale_down_tau_s=st.floats(0.0, 86_400.0), target_lru_age_s=st.floats(0.001, 604_800.0))
+def test_every_setting_advised_moves_its_way_within_what_the_adapter_takes(
+        floor: int, policy_max: int | None, hpa_max: int, queue_drain_s: float, scale_down_tau_s: float,
+        target_lru_age_s: float) -> None:
+    """"lower X a -> b" with b below a, "raise" above, and a policy file the adapter takes: never a min_replicas
+    past the policy's max_replicas, the HPA's maxReplicas or the 1,000,000 the adapter serves, nor a queue_drain_s
+    lowered from under the HPA's 15 s sync to 15 (a raise, said as "lower")."""
+    from dataclasses import replace
+
+    from autoscaler.policies.policy import RuntimePolicy
+    from autoscaler.policies.policy_values import check_policy
+    from autoscaler.simulation.advice import advice
+    from autoscaler.simulation.rerun import Rerun
+
+    policy_max = None if policy_max is None else max(policy_max, floor)
+    policy = RuntimePolicy(min_replicas=floor, max_replicas=policy_max, queue_drain_s=queue_drain_s,
+                           scale_down_tau_s=scale_down_tau_s, target_lru_age_s=target_lru_age_s)
+    rerun = Rerun((), "/tmp/out", "/tmp/policy.yaml", None, 1, hpa_max, policy, None)
+    missed = {"met": False}
+    report = {"cluster": {"queue_timed": True}, "policies": {"skew-aware": {
+        "least_replicas": floor, "goal": {"parts": {"pod_hours": missed, "delayed": missed,
+                                                    "avoidable_cold_loads": missed}}}}}
+    for entry in advice(report, rerun):
+        for setting in entry["settings"]:
+            if setting["in"] != "--config defaults:":
+                continue
+            now, tried = setting["now"], setting["try"]
+            assert (tried > now) if setting["direction"] == "raise" else (tried < now), setting
+            check_policy(replace(policy, **{setting["setting"]: tried}))
+            if setting["setting"] == "min_replicas":
+                assert tried <= hpa_max, setting

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from autoscaler.policies.policy_values import SCALE_DOWN_TAU_RANGE_S, TARGET_LRU_AGE_RANGE_S
+from autoscaler.policies.recommendation import PROPOSAL_LIMIT
 from autoscaler.simulation.evidence import MOVED, caveat_text, evidence
 from autoscaler.simulation.figures import ratio_text
 from autoscaler.simulation.goal import LABELS, POD_HOURS, delay_limit
@@ -123,13 +124,22 @@ def _setting(lever: Lever, rerun: Rerun, report: Mapping[str, Any]) -> dict[str,
         return None
     tried = lever.step(now)
     if lever.setting == MIN_REPLICAS:
-        tried = float(min(int(tried), rerun.max_replicas))
+        tried = float(min(int(tried), _highest_floor(rerun)))
     if tried == now or (lever.direction == RAISE) != (tried > now):
         return None
     where = "--hpa-behavior" if lever.setting == HPA_WINDOW else "--config defaults:"
     key = "hpa_behavior" if lever.setting == HPA_WINDOW else lever.setting
     return {"setting": lever.setting, "in": where, "direction": lever.direction, "now": _number(now),
             "try": _number(tried), "costs": lever.costs, "why": lever.why, "command": rerun.command(key, tried)}
+
+
+def _highest_floor(rerun: Rerun) -> int:
+    """The most skew-aware's floor can be raised to: its own ceiling, the policy file's `max_replicas` where set
+    (the HPA's maxReplicas above it), and never past what the adapter serves. Doubled up to the HPA's alone,
+    "raise min_replicas 3 -> 6" was advised under `max_replicas: 4`, a policy file the compare command's run
+    refused ("max_replicas must be null or >= min_replicas")."""
+    own = rerun.policy.max_replicas
+    return min(rerun.max_replicas, PROPOSAL_LIMIT, own if own is not None else PROPOSAL_LIMIT)
 
 
 def _number(value: float) -> float | int:
