@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import signal
 import sys
@@ -32,7 +33,7 @@ from autoscaler.names import DELETION_COST_ANNOTATION
 from tests.e2e.cluster_pods import start_pod
 from tests.fakes.kube import FakeKubeApi
 from tests.fakes.kube.faults import RecordedRequest
-from tests.support.processes import free_port
+from tests.support.processes import TEST_PROCESS_ENV, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -94,7 +95,7 @@ class Cluster:
                 "--kubeconfig", str(kubeconfig), "--exporter-port", str(self.exporter_port),
                 "--refresh-interval", "0.5", "--window", "3", "--shutdown-delay", "1s", "--bridge", "on", *ELECTION,
                 *more,
-                stdout=output, stderr=asyncio.subprocess.STDOUT, cwd=REPO,
+                stdout=output, stderr=asyncio.subprocess.STDOUT, cwd=REPO, env={**os.environ, **TEST_PROCESS_ENV},
             )
         replica = Replica(process, log, f"https://127.0.0.1:{port}")
         self.replicas.append(replica)
@@ -125,12 +126,16 @@ async def answer(url: str) -> tuple[int | None, str]:
 
 
 async def ready(replica: Replica, timeout_s: float = 60.0) -> None:
-    """What the readiness probe waits for: /readyz answers 200."""
+    """What the readiness probe waits for: /readyz answers 200, after the first refresh. That refresh runs at the
+    test processes' priority (`TEST_PROCESS_ENV`): at the shipped niceness 10 it gets a tenth of their share, and
+    two replicas took 13-16 s to be Ready at load 6 (4-8 s at niceness 0); at load 16 one was not Ready in 60 s."""
     async with asyncio.timeout(timeout_s):
         while await status(replica.url + "/readyz") != 200:
             if replica.process.returncode is not None:
                 raise AssertionError(f"adapter exited:\n{replica.log.read_text()}")
             await asyncio.sleep(0.1)
+    said = [line for line in replica.log.read_text().splitlines() if "refresh process niceness" in line]
+    assert not said, said
 
 
 def milli(quantity: str) -> int:
