@@ -23,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from autoscaler.model import PodSample
 from autoscaler.policies.samples import clean, refusal
 from autoscaler.sources.body_summary import body_summary
+from autoscaler.sources.exporter_failures import modelmesh_failure_counts
 from autoscaler.sources.exporter_said import quoted
 from autoscaler.sources.exporter_text import Sample, fast_read
 from autoscaler.sources.exporter_text_limits import over_limit
@@ -111,6 +112,11 @@ class ExporterReading(NamedTuple):
     """The exporter's last good ModelMesh read, on its own clock as it published it (not moved by the clock
     offset, whose measure varies from one scrape to the next: one read keeps one time), where `sample` has no
     load data; for the source to count the reads an exporter with `rates_pending` has made without a rate."""
+    modelmesh_failures: str | None = None
+    """Where the exporter has load data but says its ModelMesh collector failed at its last attempt (ModelMesh
+    broke after a good read: the exporter keeps serving that read's values, with its time): its failed reads by
+    reason, as it counts them (`modelmesh_failure_counts`); None otherwise. The values are the pod's as ever (they
+    turn stale by their time), but the source says why they stopped moving (`ScrapeSource`)."""
 
 
 def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
@@ -303,6 +309,7 @@ def _reading(tally: _Tally, text: str, pod: str, ready: bool, scraped_at: float,
         )
     sampled_at = min(modelmesh_ok_at, scraped_at)
     recent = _recent_models(tally.models, tally.model_samples, text, offset, sampled_at)
+    failing = tally.modelmesh_tried and tally.modelmesh_success == 0.0
     return ExporterReading(
         sample=PodSample(
             name=pod,
@@ -320,6 +327,7 @@ def _reading(tally: _Tally, text: str, pod: str, ready: bool, scraped_at: float,
         clock_offset_s=offset,
         pod=tally.pod_named,
         models_unread=recent is None and tally.model_samples > 0,  # samples, every time garbage
+        modelmesh_failures=modelmesh_failure_counts(text) if failing else None,
     )
 
 

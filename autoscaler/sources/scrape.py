@@ -29,6 +29,7 @@ from typing import Final, TypeVar
 
 import aiohttp
 
+from autoscaler.kube.timestamps import rfc3339
 from autoscaler.log_lists import NAMED, few
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.source_problems import REASON_GARBAGE
@@ -248,12 +249,21 @@ class ScrapeSource(SourceDefaults):
         unusable = self._unusable(key, pod, reading)
         if unusable is not None:
             return key, self._count_garbled_and_hold(key, pod, sample, now, unusable)
-        failing = self._failing.get(key)
-        ended = failing.pop(pod.name, None) if failing is not None else None
-        # Said where its start was: a streak of failed scrapes, a garbage answer, or a failure at a URL since
-        # corrected (a new streak: none of its own to end). Pods left unsent had one line for all of them.
-        if self._retries.succeeded(_streak(key, pod)) or (ended is not None and ended.reason != REASON_NOT_SCRAPED):
-            self._news.recovered(f"{key}/{pod.name}")
+        if reading.modelmesh_failures is not None and sample.sampled_at is not None:
+            # ModelMesh broke after a good read: the exporter serves that read's values, at its time, and they are
+            # the pod's as ever (they turn stale by that time, DESIGN.md §6); but why they stopped moving is said,
+            # counted and shown, as for an exporter that started into the fault (`_unusable`).
+            self._retries.succeeded(_streak(key, pod))
+            self._count_garbled(key, pod, now, f"{_shown(pod)}: "
+                                f"{_modelmesh_fails_after(sample.sampled_at, reading.modelmesh_failures)}")
+        else:
+            failing = self._failing.get(key)
+            ended = failing.pop(pod.name, None) if failing is not None else None
+            # Said where its start was: a streak of failed scrapes, a garbage answer, or a failure at a URL since
+            # corrected (a new streak: none of its own to end). Pods left unsent had one line for all of them.
+            if (self._retries.succeeded(_streak(key, pod))
+                    or (ended is not None and ended.reason != REASON_NOT_SCRAPED)):
+                self._news.recovered(f"{key}/{pod.name}")
         if sample.sampled_at is None:
             # No rate yet (`rates_pending`: an exporter before its second ModelMesh read, a new pod or a sidecar
             # restarted, for a few reads at most: `PendingRates`), or a pod never read (one whose ModelMesh
@@ -316,11 +326,16 @@ class ScrapeSource(SourceDefaults):
         in /debug and logged when it starts, where it used to turn stale without a word. Its GPU reading, judged
         fresh on its own, is kept (unless it was the value refused). No backoff: the exporter answers, and its
         GPU reading is wanted at every refresh. `detail` says which (`_unusable`)."""
+        self._count_garbled(key, pod, now, detail)
+        return self._hold_last_load(key, pod, sample)
+
+    def _count_garbled(self, key: RuntimeKey, pod: PodTarget, now: float, detail: str) -> None:
+        """Count an answer without new load data as `garbage`, show it in /debug, and say it when it starts (or
+        its reason changes): once an outage, not at every refresh."""
         self.errors[REASON_GARBAGE] += 1
         before = self._problem(key, pod, REASON_GARBAGE, detail, now)
         if before is None or before.reason != REASON_GARBAGE:
             self._news.failed(f"{key}/{pod.name}", REASON_GARBAGE, detail)
-        return self._hold_last_load(key, pod, sample)
 
     def _hold_last_load(self, key: RuntimeKey, pod: PodTarget, sample: PodSample) -> PodSample:
         """The pod's last good load signals, held for an answer without them (`sample`), with that answer's GPU
@@ -506,6 +521,15 @@ def _cannot_read_modelmesh(since: str) -> str:
             "it publishes no load signals and the pod's are held: check the exporter's --modelmesh-url and, for an "
             "https URL, that the CA in its --modelmesh-ca-file signs ModelMesh's certificate; the exporter's log says "
             "why ('modelmesh collector failed (REASON)')")
+
+
+def _modelmesh_fails_after(last_read: float, failures: str) -> str:
+    """An exporter whose ModelMesh collector fails after a good read at `last_read`, whose values it still serves
+    (`failures`: its failed reads by reason, `ExporterReading.modelmesh_failures`)."""
+    return (f"its exporter cannot read ModelMesh since its last good read at {rfc3339(last_read)} ({failures}; "
+            f"{names.COLLECTOR_SUCCESS}{_MODELMESH_COLLECTOR} 0), so it serves that read's values and the pod turns "
+            "stale: check the pod's ModelMesh container (restarting, overloaded, its metrics port) and the "
+            "exporter's log, which says why ('modelmesh collector failed (REASON)')")
 
 
 def _rates_never_came(reads: int) -> str:

@@ -53,7 +53,7 @@ class DataPath:
         return {url.removeprefix("http://").removesuffix("/metrics"): {"namespace": "default", "pod": f"pod-{i}"}
                 for i, url in enumerate(self.exporter_urls)}
 
-    def set_load(self, pod: int = 0, **load: float) -> None:
+    def set_load(self, pod: int = 0, **load: float | str | None) -> None:
         http_post_json(self.modelmesh_urls[pod].replace("/metrics", "/control"), json.dumps(load))
 
     def kill_exporter(self, pod: int) -> None:

@@ -5,6 +5,8 @@ a platform engineer sees it: `/debug/runtimes/NS/DEPLOYMENT`, the adapter's `/me
 
 Was: taken for an exporter before its second read, the pod was held without a word: `source.problems` [], no
 `source_errors_total`, no log line, while the runtime held ("1 of 2 ready pods stale") and never scaled down.
+And where ModelMesh failed after the exporter had read it (the exporter serving its last good values, with their
+time), the pod only turned stale: `problems` [], the log "1 of 2 ready pods stale; holding values", no count.
 """
 
 from __future__ import annotations
@@ -50,3 +52,25 @@ def test_an_exporter_that_cannot_read_modelmesh_is_a_problem_named_counted_and_s
                 if "autoscaler.sources.scrape" in line and "pod-1" in line]
         assert len([line for line in said if "cannot read ModelMesh" in line]) == 1, said
         assert not [line for line in said if "pod-0" in line], said
+
+
+def test_a_modelmesh_that_fails_after_working_is_named_as_why_its_pod_is_stale(tmp_path: Path) -> None:
+    with data_path_running(tmp_path, pods=2) as path:
+        poll(lambda: path.value("modelmesh_request_load"), timeout=30)
+        assert problems(path) == []
+        path.set_load(1, fault="error")  # pod-1's ModelMesh answers 500 from now on; its exporter keeps its values
+        [problem] = poll(lambda: problems(path), timeout=30)
+        assert (problem["reason"], problem["pod"]) == ("garbage", "pod-1"), problem
+        detail = str(problem["detail"])
+        assert path.exporter_urls[1] in detail, detail
+        assert "its exporter cannot read ModelMesh" in detail and "since its last good read at 20" in detail, detail
+        assert "(http: " in detail, detail  # the exporter's own reason, counted: ModelMesh answered 500
+        poll(lambda: garbage_errors(path) >= 3, timeout=30)  # counted at each refresh; said once
+        said = [line for line in path.adapter_log().splitlines()
+                if "autoscaler.sources.scrape" in line and "pod-1" in line]
+        assert len([line for line in said if "cannot read ModelMesh" in line]) == 1, said
+        assert not [line for line in said if "pod-0" in line], said
+
+        path.set_load(1, fault=None)  # healed: the problem goes, and the log says so
+        poll(lambda: problems(path) == [] or None, timeout=30)
+        poll(lambda: f"scrape of default/{DEPLOYMENT}/pod-1 recovered" in path.adapter_log() or None, timeout=10)
