@@ -27,6 +27,7 @@ from autoscaler.sources.exporter_failures import modelmesh_failure_counts
 from autoscaler.sources.exporter_said import quoted
 from autoscaler.sources.exporter_text import Sample, fast_read
 from autoscaler.sources.exporter_text_limits import over_limit
+from autoscaler.sources.modelmesh_own_port import modelmesh_own_metrics
 from exporter import names
 from exporter.pod_identity import PodIdentity
 
@@ -136,7 +137,7 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     _refuse_non_exposition(text)
     tally = _tally(text)
     if not tally.seen_exporter:
-        raise ExpositionError("no modelmesh exporter metrics in the response")
+        raise ExpositionError(modelmesh_own_metrics(text) or "no modelmesh exporter metrics in the response")
     return _reading(tally, text, pod, ready, scraped_at, created_at,
                     scraped_at if requested_at is None else requested_at)
 

@@ -23,6 +23,7 @@ from yarl import URL
 
 from autoscaler.log_lists import few
 from autoscaler.sources.exporter_said import quoted
+from autoscaler.sources.modelmesh_own_port import plain_to_tls_port
 from autoscaler.sources.tls_causes import HOST_MISMATCH, NOT_TLS, ssl_cause
 from exporter import names
 from exporter.refused_handshakes import GO_SAYS
@@ -186,7 +187,7 @@ def closed_hint(url: str, answered_before: bool) -> str:
     for minutes) went away, and the HTTPS hint sent operators to rename the ports of a fleet that worked."""
     if url.startswith("https://"):
         return CLOSED_HINT
-    return WENT_AWAY_HINT if answered_before else PLAIN_TO_TLS_HINT
+    return WENT_AWAY_HINT if answered_before else f"{plain_to_tls_port(_port(url))} {PLAIN_TO_TLS_HINT}"
 
 
 def tls_detail(url: str, error: BaseException, server_name: str | None = None) -> str:
