@@ -198,15 +198,24 @@ class ModelCopies:
             total = sum(counts.values()) * factor / interval
             quiet = quiet_count(mu, total, interval) if self.timed else flat_quiet_count(interval, self.flat_rps)
             least = quiet / factor
-            level = fair_level([value * factor / interval for value in counts.values()], mu) if total > mu else math.inf
-            active = sum(1 for value in counts.values() if value > 0.0)  # copies in use: the threshold's floor
+            # The pod's fair level and its copies in use (the threshold's floor) are worked out at its first copy
+            # over `least`, not for every counted pod: most pods have none, and counting a day's copies at every
+            # check took a tenth of a run
+            level: float | None = None
+            active = 0
             for model, value in counts.items():
                 if value <= least:  # neither heavy nor asking for a copy (most copies of a pod not saturated)
                     continue
                 count = value * factor
                 rate = count / interval
-                limit = (copy_threshold(mu, rate, total, pod.young.get(model, math.inf), level, active) if self.timed
-                         else self.flat_rps)
+                if not self.timed:
+                    limit = self.flat_rps
+                else:
+                    if level is None:
+                        level = (fair_level([v * factor / interval for v in counts.values()], mu) if total > mu
+                                 else math.inf)
+                        active = sum(1 for v in counts.values() if v > 0.0)
+                    limit = copy_threshold(mu, rate, total, pod.young.get(model, math.inf), level, active)
                 held = model in pod.cache  # a loaded copy here: `holders` has the pod
                 if held and rate > HEAVY_SHARE * limit:  # "if (rpm > heavyRpms) ce.setLastHeavyTime(now)" (l.5710)
                     pod.heavy[model] = now
