@@ -403,19 +403,23 @@ class Cluster:
         stats, self._pending = self._pending, TickStats()
         t = self.tick_s
         heavy_mark = self.copies.heavy_mark
-        for pod in self.pods:  # the requests each copy on a busy pod takes, for the next rate check
+        pods, shape = self.pods, self.shape
+        for pod in pods:  # the requests each copy on a busy pod takes, for the next rate check
             count_for_rate_check(pod, t, heavy_mark)
         if self.stuck is not None:
             self.stuck.tick(t)
-        for pod in self.pods:
+        # (Summed in locals, written back once: every pod every tick, the attributes' reads and writes added up)
+        arrived, served, delayed, overloaded = self.arrived, self.served, stats.delayed, stats.overloaded
+        for pod in pods:
             if not pod.ready:
                 continue
-            done = serve(pod, self.shape, t)
-            self.arrived += done.arrived
-            self.served += done.served
-            stats.delayed += done.delayed
-            if done.overloaded:
-                stats.overloaded = True
+            a, s, d, o = serve(pod, shape, t)
+            arrived += a
+            served += s
+            delayed += d
+            if o:
+                overloaded = True
+        self.arrived, self.served, stats.delayed, stats.overloaded = arrived, served, delayed, overloaded
         if self._refused_rate:  # loads every pod refused: those requests fail
             failed = self._refused_rate * t
             self.arrived += failed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Protocol, TypeVar
 
 
@@ -12,10 +13,14 @@ class Loaded(Protocol):
 
 L = TypeVar("L", bound=Loaded)
 
+_RATE = attrgetter("rate")
+"""The sort key of `water_fill`: a routing calls it for every model held twice or more, each bucket (a day of
+200 models: 676,000 calls), where a lambda's call cost more than the sort."""
+
 
 def water_fill(holders: Sequence[L], rate: float) -> list[L]:
     """Water-fill `rate` over the holders, the least busy first until they are level; the pods that took some."""
-    pods = sorted(holders, key=lambda p: p.rate)
+    pods = sorted(holders, key=_RATE)
     total = 0.0
     level = 0.0
     k = 0

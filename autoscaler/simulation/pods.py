@@ -104,14 +104,10 @@ class TickStats:
     overloaded: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Served:
-    """What one Ready pod did in one tick."""
-
-    arrived: float
-    served: float
-    delayed: float
-    overloaded: bool  # its queue ended the tick beyond the SLO
+Served = tuple[float, float, float, bool]
+"""What one Ready pod did in one tick: requests arrived, served, delayed, and whether its queue ended the tick
+beyond the SLO. A plain tuple: `serve` runs for every pod every tick (a day of 200 models: 732,000 calls), and
+building a frozen dataclass took a third of its time."""
 
 
 def serve(pod: SimPod, shape: ClusterShape, tick_s: float) -> Served:
@@ -137,7 +133,7 @@ def serve(pod: SimPod, shape: ClusterShape, tick_s: float) -> Served:
     pod.busy.append(served / capacity)
     pod.served.append(served / tick_s)
     pod.queue.append((b0 + b1) / 2.0 / mu)
-    return Served(arrivals, served, delayed, b1 > threshold)
+    return arrivals, served, delayed, b1 > threshold
 
 
 def count_for_rate_check(pod: SimPod, tick_s: float, mark: float) -> None:
