@@ -32,7 +32,6 @@ from autoscaler.simulation.pods import (
     ClusterShape,
     SimPod,
     TickStats,
-    count_for_rate_check,
     last_uses,
     new_pod,
     sample,
@@ -404,16 +403,23 @@ class Cluster:
         t = self.tick_s
         heavy_mark = self.copies.heavy_mark
         pods, shape = self.pods, self.shape
-        for pod in pods:  # the requests each copy on a busy pod takes, for the next rate check
-            count_for_rate_check(pod, t, heavy_mark)
+        # The tick counts for the next rate check on a Ready pod taking at least `heavy_mark` requests per second
+        # (below it no copy on it is heavy or asks for more: rate_check.heavy_mark); its copies' requests are
+        # added up when their shares change (`flush_counts`) or at the rate check, not every tick. (Inline: a
+        # call per pod per tick cost more than the test.)
+        for pod in pods:
+            if pod.ready and pod.rate >= heavy_mark:
+                pod.counting_s += t
         if self.stuck is not None:
             self.stuck.tick(t)
         # (Summed in locals, written back once: every pod every tick, the attributes' reads and writes added up)
         arrived, served, delayed, overloaded = self.arrived, self.served, stats.delayed, stats.overloaded
+        mu = shape.pod_rps
+        threshold, capacity = mu * shape.slo_queue_s, mu * t
         for pod in pods:
             if not pod.ready:
                 continue
-            a, s, d, o = serve(pod, shape, t)
+            a, s, d, o = serve(pod, mu, threshold, capacity, t)
             arrived += a
             served += s
             delayed += d

@@ -24,10 +24,11 @@ def water_fill(holders: Sequence[L], rate: float) -> list[L]:
     total = 0.0
     level = 0.0
     k = 0
+    n = len(pods)
     for k, pod in enumerate(pods, start=1):
         total += pod.rate
         level = (total + rate) / k
-        if k == len(pods) or level <= pods[k].rate:
+        if k == n or level <= pods[k].rate:
             break
     took = pods[:k]
     for pod in took:

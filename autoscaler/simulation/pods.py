@@ -110,11 +110,10 @@ beyond the SLO. A plain tuple: `serve` runs for every pod every tick (a day of 2
 building a frozen dataclass took a third of its time."""
 
 
-def serve(pod: SimPod, shape: ClusterShape, tick_s: float) -> Served:
-    """Serve one tick on a Ready pod: arrivals at `pod.rate` join its queue, `pod_rps` drain it."""
-    mu = shape.pod_rps
-    threshold = mu * shape.slo_queue_s
-    capacity = mu * tick_s
+def serve(pod: SimPod, mu: float, threshold: float, capacity: float, tick_s: float) -> Served:
+    """Serve one tick on a Ready pod: arrivals at `pod.rate` join its queue, `mu` (the shape's `pod_rps`) drain
+    it; `threshold` (`pod_rps * slo_queue_s`: the queue beyond the SLO) and `capacity` (`pod_rps * tick_s`)
+    are the caller's, worked out once a tick for all the pods rather than once a pod."""
     a = pod.rate
     b0 = pod.backlog
     arrivals = a * tick_s
@@ -134,14 +133,6 @@ def serve(pod: SimPod, shape: ClusterShape, tick_s: float) -> Served:
     pod.served.append(served / tick_s)
     pod.queue.append((b0 + b1) / 2.0 / mu)
     return arrivals, served, delayed, b1 > threshold
-
-
-def count_for_rate_check(pod: SimPod, tick_s: float, mark: float) -> None:
-    """Count the tick for the next rate check when the pod takes at least `mark` requests per second (below it
-    no copy on it is heavy or asks for more: rate_check.heavy_mark); its copies' requests are added up when
-    their shares change (`flush_counts`) or at the rate check, not every tick."""
-    if pod.ready and pod.rate >= mark:
-        pod.counting_s += tick_s
 
 
 def flush_counts(pod: SimPod) -> None:
@@ -164,10 +155,12 @@ def sample(pod: SimPod, now: float, cache_models: int, recent_models: Mapping[st
     if not pod.ready or not pod.served:
         return PodSample(pod.name, ready=pod.ready, created_at=pod.created_at)
     lru = now - next(iter(pod.cache.values())) if pod.cache else None
+    # The windows' means written out, not a helper's three calls: every pod is sampled at every refresh
+    busy, served, queue = pod.busy, pod.served, pod.queue
     return clean_sample(PodSample(  # as a source would hand it over: garbled values absent (`PodSample`)
         pod.name, ready=True, sampled_at=now,
-        gpu_busy=_mean(pod.busy), requests_per_second=_mean(pod.served),
-        queue_delay_s=_mean(pod.queue) if queue_timed else 0.0,
+        gpu_busy=sum(busy) / len(busy) if busy else 0.0, requests_per_second=sum(served) / len(served),
+        queue_delay_s=(sum(queue) / len(queue) if queue else 0.0) if queue_timed else 0.0,
         lru_age_s=lru, cache_used_ratio=len(pod.cache) / cache_models, models_loaded=float(len(pod.cache)),
         recent_models=recent_models, created_at=pod.created_at,
     ))
@@ -188,7 +181,3 @@ def last_uses(cache: dict[int, float]) -> dict[str, float]:
 
 _MODEL_IDS: list[str] = []
 """`str(i)` at index i, for the model indexes seen so far."""
-
-
-def _mean(values: deque[float]) -> float:
-    return sum(values) / len(values) if values else 0.0

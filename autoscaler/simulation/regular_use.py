@@ -14,6 +14,7 @@ from __future__ import annotations
 MIN_AGE_S = 420.0
 MAX_AGE_S = 2400.0
 _NEVER = float("-inf")
+_NEVER_USED = (_NEVER, _NEVER)  # made once: `used` runs for every one-copy model at every routing
 
 
 class RegularUse:
@@ -28,7 +29,7 @@ class RegularUse:
 
     def used(self, model: int, now: float) -> bool:
         """Record a use at `now`; True when ModelMesh would add a second copy for it."""
-        earlier, last = self._uses.get(model, (_NEVER, _NEVER))
+        earlier, last = self._uses.get(model, _NEVER_USED)
         if last == now:
             return False  # the same check again (a re-route within the bucket)
         lower, upper = now - MAX_AGE_S, now - MIN_AGE_S

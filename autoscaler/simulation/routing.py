@@ -148,7 +148,7 @@ def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, no
             for pod in water_fill(holders, rate):  # only copies that took requests count as used
                 pod.cache[model] = now
                 pod.cache.move_to_end(model)
-            for pod, was in zip(holders, before, strict=True):
+            for pod, was in zip(holders, before):  # noqa: B905  # one each by construction; strict= is slower
                 if pod.rate > was:
                     pod.shares[model] = pod.rate - was
     return cold, refused
