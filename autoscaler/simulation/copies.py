@@ -198,6 +198,8 @@ class ModelCopies:
             total = sum(counts.values()) * factor / interval
             quiet = quiet_count(mu, total, interval) if self.timed else flat_quiet_count(interval, self.flat_rps)
             least = quiet / factor
+            if max(counts.values(), default=least) <= least:  # no copy to look at (below): `max` runs in C
+                continue
             # The pod's fair level and its copies in use (the threshold's floor) are worked out at its first copy
             # over `least`, not for every counted pod: most pods have none, and counting a day's copies at every
             # check took a tenth of a run
