@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from autoscaler.simulation.cluster import Cluster, ClusterShape
 from autoscaler.simulation.fluid import share_over_threshold, water_fill
+from autoscaler.simulation.pods import SimPod, new_pod
+from autoscaler.simulation.routing import route_to_two
 
 SHAPE = ClusterShape(pod_rps=10.0, cache_models=2, load_time_s=10.0, startup_delay_s=30.0, slo_queue_s=0.1)
 
@@ -267,3 +269,32 @@ def test_pods_report_their_copies_last_uses_as_they_change_between_syncs() -> No
     cluster.scale_to(1, 75.0)  # the pod that stays takes a copy of the other's model (pre-shutdown)
     (left,) = cluster.samples(90.0)
     assert sorted(left.recent_models or {}) == ["0", "1"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([0.0, 1.5, 7.25, 10.0]) | st.floats(0.0, 100.0),
+       st.sampled_from([0.0, 1.5, 7.25, 10.0]) | st.floats(0.0, 100.0), st.floats(0.0, 200.0))
+def test_a_model_on_two_pods_is_routed_as_on_several_to_the_bit(first: float, second: float, rate: float) -> None:
+    """Routing's two-holder way (`route_to_two`) against its general way over `water_fill`, for equal rates too:
+    the same rates to the last bit (the README's tables are measured with them), the same shares and the same
+    copies marked used."""
+    def pods() -> tuple[SimPod, SimPod]:
+        a, b = new_pod("a", 0.0, 0.0, SHAPE, 5.0), new_pod("b", 0.0, 0.0, SHAPE, 5.0)
+        for pod, at in ((a, first), (b, second)):
+            pod.rate = at
+            pod.cache.update({7: 0.0, 8: 0.0})  # model 7 the least recently used: marking it used moves it last
+        return a, b
+
+    fast = pods()
+    route_to_two(*fast, 7, rate, 60.0)
+    general = pods()
+    before = [pod.rate for pod in general]
+    for pod in water_fill(general, rate):
+        pod.cache[7] = 60.0
+        pod.cache.move_to_end(7)
+    for pod, was in zip(general, before, strict=True):
+        if pod.rate > was:
+            pod.shares[7] = pod.rate - was
+    for one, other in zip(fast, general, strict=True):
+        assert (one.rate.hex(), one.shares, list(one.cache.items())) == (
+            other.rate.hex(), other.shares, list(other.cache.items()))
