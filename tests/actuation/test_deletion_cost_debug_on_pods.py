@@ -30,7 +30,6 @@ async def test_debug_shows_the_cost_on_the_pod_beside_the_cost_wanted(cluster: C
     cluster.source.load = AFTER
     await cluster.refresh()
     await cluster.until(lambda: cluster.refused("pod-b"), "tried pod-b's raise")
-    await cluster.until(cluster.answered, "took in the answer to every PATCH it sent")
     for _ in range(6):  # past the hold's bound: the value fell with pod-b's raise still refused
         await cluster.refresh()
     pods = await _pods(cluster)

@@ -80,6 +80,13 @@ class Cluster:
         self.writer = writer
 
     async def refresh(self, after_s: float = 15.0) -> None:
+        """Step the clock by `after_s` and refresh, once the writer has taken in the answer to every PATCH it sent
+        (it runs on its own: the fake API counts a PATCH as it comes, and the writer reads the answer after). A
+        refusal taken in after the step counts its backoff from the step: a retry due at a time the stepped clock
+        may never reach (adbda62d). A test that holds a PATCH's answer (`hold_answer`) releases it before the next
+        refresh."""
+        if self.writer is not None:
+            await self.until(self.answered, "took in the answer to every PATCH it sent before the clock stepped")
         self.clock.advance(after_s)
         await self.refresher.refresh_once()
 
@@ -212,8 +219,7 @@ async def test_a_refused_cost_patch_holds_the_scale_down_until_the_costs_are_on_
 
     cluster.kube.clear_faults()
     # A PATCH refused just before the faults cleared, taken in after the step, had its backoff counted from the
-    # step, and the raise waited up to a minute more (CI, 5 December): the step comes once every answer is in
-    await cluster.until(cluster.answered, "took in the answer to every PATCH it sent")
+    # step, and the raise waited up to a minute more (CI, 5 December): the refresh steps once every answer is in
     await cluster.refresh(400.0)  # past any retry: the writer writes pod-b's raise
     await cluster.until(lambda: cluster.least_needed_in_cluster() == ["pod-a"], "wrote pod-b's raise")
     await cluster.refresh()
