@@ -337,7 +337,7 @@ def serve_in_process(settings: ServeSettings) -> None:
 
     def announce() -> None:
         tune_for_refresh()  # start-up is over: the refresh runs in this process (autoscaler/gcsettings.py)
-        log.info("serving external.metrics.k8s.io on %s (one process; source %s, refresh every %.0f s)",
+        log.info("serving external.metrics.k8s.io on %s (one process; source %s, refresh every %g s)",
                  settings.serving_url, settings.source, settings.refresh_interval_s)
         say_stop_budget(settings)
 

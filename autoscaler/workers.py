@@ -155,7 +155,7 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
         # (a probe, a test, a person waits for this line), and a SIGTERM after it is `SIGTERM: stopping`. Said as
         # the workers answered, a signal in the milliseconds before the loop took them was `SIGTERM while
         # starting`; said after the refresh was built, a second later, /healthz answered with no line.
-        log.info("serving external.metrics.k8s.io on %s with %d worker process%s (source %s, refresh every %.0f s)",
+        log.info("serving external.metrics.k8s.io on %s with %d worker process%s (source %s, refresh every %g s)",
                  settings.serving_url, settings.workers, "" if settings.workers == 1 else "es", settings.source,
                  settings.refresh_interval_s)
         say_stop_budget(settings)

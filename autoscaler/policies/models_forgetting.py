@@ -47,7 +47,7 @@ def forget_models(key: RuntimeKey, seen: frozenset[str], proposals: Mapping[str,
     held = (f"its last cache proposal ({last} pods) no longer holds the recommendation" if last is not None
             else "its cache term no longer holds for it")
     log.info("runtime %s forgets its per-model use: no ready pod has reported it for %.0f s (target_lru_age_s "
-             "%.0f s, the cache need's window: every model the held proposal counted is outside it); %s, and the "
+             "%g s, the cache need's window: every model the held proposal counted is outside it); %s, and the "
              "cache term reads the cache signals alone (a pod that reports per-model use again brings it back)",
              key, unreported_s, window_s, held)
     return seen - {SIGNAL_MODELS}, {term: value for term, value in proposals.items() if term != CACHE}

@@ -127,3 +127,14 @@ def test_a_models_query_failing_for_an_hour_never_lowers_and_then_ages_from_its_
         assert served(view) == 7.0, view.reason
     view, memory = refresh([False] * 4, now + STEP, memory)
     assert served(view) == 2.0 and FORGOTTEN in caplog.text, view.reason
+
+
+def test_the_forgetting_line_says_a_target_lru_age_s_under_a_second_as_set(caplog: pytest.LogCaptureFixture) -> None:
+    """`target_lru_age_s: 0.5` (the policy file takes any over 0) was said `target_lru_age_s 0 s`: a window that
+    forgets at once, not the half second set."""
+    caplog.set_level(logging.INFO)
+    policy = RuntimePolicy(scale_down_tau_s=0.0, target_rps_per_pod=20.0, target_lru_age_s=0.5)
+    _, memory = refresh([True] * 4, START, None, policy)
+    refresh([False] * 4, START + 1.0, memory, policy)
+    [forgot] = [r.getMessage() for r in caplog.records if FORGOTTEN in r.getMessage()]
+    assert "(target_lru_age_s 0.5 s," in forgot, forgot
