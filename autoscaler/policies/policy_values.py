@@ -33,6 +33,13 @@ def show_value(value: object) -> str:
     return "null" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def number_as_read(value: float) -> str:
+    """A float as the file had it, for a refusal: every digit (`1000001`, where `:g` says `1e+06`, past the bound
+    it is refused for), without the `.0` a whole number gains as a float (`got 1000001.0` was a number the file
+    never said), and an exponent as `:g` writes it (`1e+300`)."""
+    return repr(value).removesuffix(".0")
+
+
 ECHO_LIMIT: Final = 100
 """The most of a value as written that a log line or /debug shows: annotations are written by whoever controls
 a Deployment, and a 100 KB one was logged whole, twice a line."""
@@ -334,7 +341,8 @@ def policy_problem(policy: RuntimePolicy) -> PolicyProblem | None:
             hint = _ratio_hint(name, value)
             if name == "max_replicas":  # the rule names a second field: say what it holds
                 hint = f"; min_replicas is {show_value(policy.min_replicas)}"
-            shown = show_value(value) if value is None else echoed(value)
+            shown = (show_value(value) if value is None else number_as_read(value) if isinstance(value, float)
+                     else echoed(value))
             return PolicyProblem(name, f"{name} {rule}, got {shown}{hint}", f"{name} {rule}{hint}")
     return None
 

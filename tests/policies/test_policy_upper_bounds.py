@@ -95,6 +95,17 @@ def test_a_value_just_past_the_bound_is_refused_and_the_bound_is_taken(
     assert getattr(book.policy_for(TRITON), key) == highest
 
 
+@pytest.mark.parametrize(("written", "shown"), [("1000001", "1000001"), ("1000001.0", "1000001"),
+                                                ("1000000.5", "1000000.5"), ("1e300", "1e+300")])
+def test_a_refused_number_reads_as_written_not_with_a_trailing_point_0(written: str, shown: str,
+                                                                        tmp_path: Path) -> None:
+    """The file said `target_rps_per_pod: 1000001`, the refusal `got 1000001.0`, beside `got 1e+300` for 1e300:
+    a number the user never wrote. A float as read: every digit, without the `.0`."""
+    with pytest.raises(ConfigError) as raised:
+        load_policy_book(write(tmp_path, f"defaults: {{target_rps_per_pod: {written}}}\n"), announce=False)
+    assert str(raised.value).endswith(f", got {shown}"), raised.value
+
+
 def test_every_bound_at_once_is_a_policy_the_adapter_takes() -> None:
     check_policy(RuntimePolicy(**{key: highest for key, highest, _ in BOUNDED}))  # type: ignore[arg-type]
 
