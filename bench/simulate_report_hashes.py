@@ -1,8 +1,9 @@
 """The reports of a few seeded `simulate` runs, hashed: a change meant to make the simulator faster, not
 different, must print the same hashes before and after. Each run is the command a user types; the hash is of
-report.json less its wall-clock fields (`wall_seconds`), the only values that differ between two runs. Each run
-writes to a folder named by its case, given relative to the run's own working folder: the report's advice holds
-commands naming `--out`, which a temporary folder's random path would make differ too. Plain script:
+report.json less its wall-clock fields (`wall_seconds`), the only values that differ between two runs, and with
+the run's folder and the program's path written as fixed words: the report's advice holds commands that name
+both by absolute path (`--out`, the policy file), and a temporary folder's random path (or another checkout's
+venv) made the same results hash differently on every run. Plain script:
 
     python bench/simulate_report_hashes.py [--quick]
 """
@@ -12,10 +13,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shlex
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from autoscaler.simulation.program import program
 
 CASES = {  # name -> simulate's flags: shapes, seeds, model counts, narrow and wide clusters
     "mixed500s0": "--models 500 --hours 6 --shape mixed --seed 0",
@@ -29,18 +33,27 @@ CASES = {  # name -> simulate's flags: shapes, seeds, model counts, narrow and w
 QUICK = ("mixed500s0", "churn1000s2", "diurnal200s4")
 
 
-def without_wall_clock(value: object) -> object:
+FOLDER = "<folder>"
+PROGRAM = "<program>"
+"""The words the report's paths are written as: where a run was made, and by which install, is no result."""
+
+
+def comparable(value: object, folder: str) -> object:
+    """`value` less its wall-clock fields, `folder` and this program's own words written as fixed words."""
     if isinstance(value, dict):
-        return {k: without_wall_clock(v) for k, v in value.items() if k != "wall_seconds"}
+        return {k: comparable(v, folder) for k, v in value.items() if k != "wall_seconds"}
     if isinstance(value, list):
-        return [without_wall_clock(v) for v in value]
+        return [comparable(v, folder) for v in value]
+    if isinstance(value, str):
+        return value.replace(shlex.join(program()), PROGRAM).replace(folder, FOLDER)
     return value
 
 
 def report_hash(flags: str, folder: Path, name: str) -> str:
     subprocess.run([sys.executable, "-m", "autoscaler.cli", "simulate", "--synthetic", *flags.split(), "--out",
                     name, "--no-plot", "--quiet"], check=True, stdout=subprocess.DEVNULL, cwd=folder)
-    report = without_wall_clock(json.loads((folder / name / "report.json").read_text()))
+    # The run names its --out by its working folder's real path (os.getcwd()), links such as macOS's /tmp resolved
+    report = comparable(json.loads((folder / name / "report.json").read_text()), str(folder.resolve()))
     return hashlib.sha256(json.dumps(report, sort_keys=True).encode()).hexdigest()[:16]
 
 
