@@ -10,7 +10,6 @@ after 60 s: 300 pods written again each minute, lines naming them, the hold said
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import logging
 from collections.abc import Mapping
@@ -88,7 +87,7 @@ async def test_an_edit_between_the_echo_and_the_next_refresh_is_written_over_at_
         cluster.source.load = AFTER  # pod-a the least needed, pod-b the busiest
         kube.fail(r"/pods/pod-b", status=503, times=1, method="PATCH")
         await cluster.refresh()
-        await asyncio.sleep(0.05)
+        await cluster.written()  # pod-b's 503 taken in
         await cluster.refresh()
         cluster.clock.advance(0.1)  # the PATCH lands a moment after the refresh
         await cluster.until(lambda: cluster.patched("pod-b") == 3, "wrote pod-b again")

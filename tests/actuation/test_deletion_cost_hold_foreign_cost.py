@@ -87,16 +87,26 @@ async def leader(kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: Any
 
 @contextlib.asynccontextmanager
 async def fight_over_the_busiest_pod(kube: FakeKubeApi, kube_client: KubeClient,
-                                     aiohttp_client: Any) -> AsyncIterator[Cluster]:
+                                     aiohttp_client: Any) -> AsyncIterator[tuple[Cluster, KubePodDiscovery]]:
     """Where the fights start: the leader's first costs a minute old, another tool putting -1000 back on pod-a
     (the busiest) within milliseconds of any other value, the watch showing it, and the load just fallen (3 to
-    2 replicas, pod-b the least needed). The tool gives up when the block ends."""
+    2 replicas, pod-b the least needed). The tool gives up when the block ends. Yields the leader and the pod
+    watch its writer reads."""
     async with watching(kube, list(BEFORE)) as watch, leader(kube, kube_client, aiohttp_client, watch) as cluster:
         cluster.clock.advance(60.0)
         async with fighting(kube, "pod-a", "-1000"):
             await eventually(lambda: watch.deletion_cost(KEY.namespace, "pod-a") == "-1000")
             cluster.source.load = FALLEN
-            yield cluster
+            yield cluster, watch
+
+
+async def fought_back(cluster: Cluster, watch: KubePodDiscovery) -> None:
+    """Wait for the writer's pass the last refresh woke, then for the tool's -1000 back on pod-a and in `watch`
+    (what the writer reads): what the next refresh meets. A fixed 50 ms let a loaded machine's pass, its PATCH
+    sent late, be answered a refresh late."""
+    await cluster.written()
+    await eventually(lambda: cluster.costs()["pod-a"] == -1000
+                     and watch.deletion_cost(KEY.namespace, "pod-a") == "-1000")
 
 
 async def test_a_cost_another_writer_set_on_the_busiest_pod_holds_the_scale_down_until_written_again(
@@ -111,7 +121,7 @@ async def test_a_cost_another_writer_set_on_the_busiest_pod_holds_the_scale_down
         seen = []
         for _ in range(4):  # a minute
             await cluster.refresh()
-            await asyncio.sleep(0.05)  # the writer's pass
+            await cluster.written()
             served = await cluster.served()
             seen.append((served, cluster.costs()))
             # what the ReplicaSet removes when the HPA follows: the pod carrying the lowest cost
@@ -128,11 +138,11 @@ async def test_a_writer_that_puts_its_cost_back_after_each_write_holds_no_longer
     again a moment after the leader's write, which is not the watch's lag for long. The scale-down waits its
     minute with pod-a written again at each refresh, then goes ahead saying so (as for a refused write)."""
     caplog.set_level(logging.INFO)
-    async with fight_over_the_busiest_pod(kube, kube_client, aiohttp_client) as cluster:
+    async with fight_over_the_busiest_pod(kube, kube_client, aiohttp_client) as (cluster, watch):
         served = []
         for _ in range(6):  # 90 s
             await cluster.refresh()
-            await asyncio.sleep(0.05)  # the writer's pass, and the other tool's answer to it
+            await fought_back(cluster, watch)
             served.append(await cluster.served())
     assert served[:4] == [3.0] * 4 and served[-1] == 2.0, served
     assert cluster.patched("pod-a") >= 3, "pod-a written again while held"

@@ -26,7 +26,13 @@ from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.kube_pods import KubePodDiscovery
 from tests.actuation.conftest import KEY, SteppedClock, add_pods, pod_view, runtime_view
 from tests.actuation.test_deletion_cost_hold import BEFORE
-from tests.actuation.test_deletion_cost_hold_foreign_cost import FALLEN, annotate, fight_over_the_busiest_pod, leader
+from tests.actuation.test_deletion_cost_hold_foreign_cost import (
+    FALLEN,
+    annotate,
+    fight_over_the_busiest_pod,
+    fought_back,
+    leader,
+)
 from tests.actuation.test_deletion_cost_recreated_pod import LABELS, watching
 from tests.fakes.kube import FakeKubeApi
 from tests.support.waiting import eventually
@@ -65,7 +71,7 @@ async def test_a_tool_that_puts_its_cost_back_within_seconds_of_each_write_never
             seen.append((elapsed, served, cluster.costs()))
             if elapsed < COST_HOLD_MAX_S:
                 assert served == 3.0 or cluster.least_needed_in_cluster() == ["pod-b"], seen[-3:]
-            await asyncio.sleep(0.05)  # the writer's pass
+            await cluster.written()
             if cluster.patched("pod-a") != answered:  # the tool puts its value back
                 answered = cluster.patched("pod-a")
                 annotate(kube, "pod-a", "-1000")
@@ -82,11 +88,11 @@ async def test_a_fought_pod_is_written_at_its_minute_after_the_fall_not_at_every
     turned (pod-a busiest, carrying the lowest cost): the runtime is hurried, but pod-a, written again for another
     writer's value, waits its minute (2f227979: written at every refresh, 4 a minute, a line each time)."""
     caplog.set_level(logging.INFO)
-    async with fight_over_the_busiest_pod(kube, kube_client, aiohttp_client) as cluster:
+    async with fight_over_the_busiest_pod(kube, kube_client, aiohttp_client) as (cluster, watch):
         before = cluster.patched("pod-a")
         for _ in range(20):  # 5 minutes
             await cluster.refresh()
-            await asyncio.sleep(0.05)
+            await fought_back(cluster, watch)
     assert cluster.patched("pod-a") - before <= 6, cluster.patched("pod-a") - before
     assert len(foreign_lines(caplog)) == 1, foreign_lines(caplog)
     turned = [r.getMessage() for r in caplog.records if "ranking turned" in r.getMessage()]
