@@ -30,13 +30,15 @@ def _kind(name: str) -> tuple[type, bool]:
 
 
 def show_value(value: object) -> str:
-    return "null" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+    """A policy value in a log line (a change, the value a layer replaced) as it was written: `:g` logged an
+    annotation's 1000000 as `1e+06` (`number_as_read`)."""
+    return "null" if value is None else number_as_read(value) if isinstance(value, float) else str(value)
 
 
 def number_as_read(value: float) -> str:
-    """A float as the file had it, for a refusal: every digit (`1000001`, where `:g` says `1e+06`, past the bound
-    it is refused for), without the `.0` a whole number gains as a float (`got 1000001.0` was a number the file
-    never said), and an exponent as `:g` writes it (`1e+300`)."""
+    """A float as the file had it, for a refusal or a log line: every digit (`1000001`, where `:g` says `1e+06`,
+    past the bound it is refused for), without the `.0` a whole number gains as a float (`got 1000001.0` was a
+    number the file never said), and an exponent as `:g` writes it (`1e+300`)."""
     return repr(value).removesuffix(".0")
 
 

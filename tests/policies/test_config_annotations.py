@@ -87,6 +87,20 @@ def test_an_annotation_changed_or_removed_while_running_is_logged_once(caplog: p
     assert "max_replicas 4 -> 10" in messages[1]
 
 
+def test_a_change_to_a_large_number_is_logged_as_written(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The policy file's 120 requests a second, then an annotation of 1000000 (the most the key takes): the
+    change was logged as `120 -> 1e+06`, a number nobody wrote."""
+    path = tmp_path / "policy.yaml"
+    path.write_text("defaults:\n  target_rps_per_pod: 120\n")
+    book = load_policy_book(path)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        for annotations in ({}, {PREFIX + "target-rps-per-pod": "1000000"}, {PREFIX + "target-rps-per-pod": "0.5"}):
+            book.policy_for(TRITON, annotations)
+    changes = [r.getMessage() for r in caplog.records if "policy annotations changed" in r.getMessage()]
+    assert [line.rsplit(": ", 1)[1] for line in changes] == [
+        "target_rps_per_pod 120 -> 1000000", "target_rps_per_pod 1000000 -> 0.5"], changes
+
+
 def test_a_file_entry_that_matches_no_runtime_is_warned_about_once_with_the_likely_name(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
