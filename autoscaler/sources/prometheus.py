@@ -92,6 +92,7 @@ from autoscaler.sources.prometheus_garbage import PrometheusGarbage
 from autoscaler.sources.prometheus_lookback import LookbackCheck
 from autoscaler.sources.prometheus_matchers import SeriesMatchers, promql_string
 from autoscaler.sources.prometheus_missing_pods import MissingPods
+from autoscaler.sources.prometheus_modelmesh_failing import ModelMeshFailing, modelmesh_failing_query
 from autoscaler.sources.prometheus_other_pod import OtherPods
 from autoscaler.sources.prometheus_partial import PartialAnswers
 from autoscaler.sources.prometheus_promql import (
@@ -209,6 +210,8 @@ class PrometheusSource(SourceDefaults):
             clock=clock,
             models_query=None if recent_models_window_s is None else build_models_query(
                 recent_models_window_s, namespace_label=namespace_label, pod_label=pod_label, matchers=matchers),
+            failing_query=modelmesh_failing_query(namespace_label=namespace_label, pod_label=pod_label,
+                                                  matchers=matchers),
         )
         self._models_failing = False  # the models query's failure is logged
         self._clock_off_s = 0.0  # the Prometheus clock offset last logged
@@ -217,6 +220,7 @@ class PrometheusSource(SourceDefaults):
         self._last: dict[PodRef, PodSample] = {}
         self._garbage = PrometheusGarbage(self._url, self._count)
         self._other_pods = OtherPods(self._url, self._count)
+        self._modelmesh_failing = ModelMeshFailing(self._url, self._count)
         self.errors: Counter[str] = Counter()
         """Failures by reason since start: whole-refresh reasons once per refresh, `garbage` per series."""
         self._outage = OutageLog(FLAP_QUIET_S)
@@ -240,10 +244,11 @@ class PrometheusSource(SourceDefaults):
 
     @property
     def queries(self) -> Sequence[str]:
-        """The PromQL of one refresh, in order (the signals', then the recent models'): for docs, dashboards and
-        tests."""
+        """The PromQL of one refresh, in order (the signals', the recent models', then the failing ModelMesh
+        collectors'): for docs, dashboards and tests."""
         models = () if self._reader.models_query is None else (self._reader.models_query,)
-        return (*(signal.promql for signal in self._signals), *models)
+        failing = () if self._reader.failing_query is None else (self._reader.failing_query,)
+        return (*(signal.promql for signal in self._signals), *models, *failing)
 
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         """One snapshot per runtime in the inventory; never raises."""
@@ -287,6 +292,7 @@ class PrometheusSource(SourceDefaults):
                 self._missing.note(inventory, seen, self._reader.other_pods, self._last, now)
             if self._gpu_source == "dcgm":
                 self._dcgm_unmatched.note(answers["gpu_busy"], seen, now)
+            self._note_failing(inventory, now)
         self._forget_vanished(inventory)
         return snapshots
 
@@ -305,7 +311,8 @@ class PrometheusSource(SourceDefaults):
             problems += (partial,)
         elif (unseen := self._unseen.problem(key)) is not None:
             problems += (unseen,)
-        return problems + self._missing.problems(key) + self._other_pods.problems(key) + self._garbage.problems(key)
+        return (problems + self._missing.problems(key) + self._other_pods.problems(key) + self._garbage.problems(key)
+                + self._modelmesh_failing.problems(key))
 
     async def close(self) -> None:
         """Release the HTTP connections."""
@@ -498,6 +505,7 @@ class PrometheusSource(SourceDefaults):
             del self._last[ref]
         self._garbage.forget(known, inventory)
         self._other_pods.forget(known)
+        self._modelmesh_failing.forget(known)
         for key in self._unseen.runtimes() - inventory.keys():
             self.forget(key)
 
@@ -534,6 +542,16 @@ class PrometheusSource(SourceDefaults):
                         "unique-copy need term is left out) until it answers", self._url, error.reason, error.detail)
         else:
             log.debug("recent-models query still failing (%s): %s", error.reason, error.detail)
+
+    def _note_failing(self, inventory: Mapping[RuntimeKey, RuntimeInventory], now: float) -> None:
+        """The pods whose exporter cannot read ModelMesh since a good read (`prometheus_modelmesh_failing`), by
+        their held samples' times; the query's failure only leaves them unsaid this refresh, said at debug level
+        and counted by its reason (as a failed models query is)."""
+        error = self._reader.failing_error
+        if error is not None:
+            self._count(error.reason)
+            log.debug("the failing ModelMesh collectors' query failed (%s): %s", error.reason, error.detail)
+        self._modelmesh_failing.note(inventory, self._reader.failing, self._last, now)
 
     # ---- outage bookkeeping ----
 

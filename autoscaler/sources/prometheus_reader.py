@@ -45,6 +45,7 @@ from autoscaler.sources.prometheus_answers import (
 )
 from autoscaler.sources.prometheus_instant import CLOCK_QUERY, evaluation_time, pinned
 from autoscaler.sources.prometheus_limits import named
+from autoscaler.sources.prometheus_modelmesh_failing import MODELMESH_FAILING, REASON_LABEL, FailingAnswer, failing_pods
 from autoscaler.sources.prometheus_other_pod import answered
 from autoscaler.sources.prometheus_promql import RECENT_MODELS, PodRef, SignalQuery
 from exporter import names
@@ -83,9 +84,11 @@ class PrometheusReader:
         pod_label: str,
         clock: Callable[[], float] = time.time,
         models_query: str | None = None,
+        failing_query: str | None = None,
     ) -> None:
-        """See `PrometheusSource`, which passes its settings through; `models_query` (`build_models_query`) is
-        run beside the signals' queries, and may fail alone."""
+        """See `PrometheusSource`, which passes its settings through; `models_query` (`build_models_query`) and
+        `failing_query` (`prometheus_modelmesh_failing`) are run beside the signals' queries, and each may fail
+        alone."""
         self.url = url
         self.shown_url = without_password(url)
         self.signals = signals
@@ -93,6 +96,11 @@ class PrometheusReader:
         self.models: ModelAnswers | None = None
         """The last round's models answer; None when the query is not asked, or failed (`models_error`)."""
         self.models_error: PrometheusSourceError | None = None
+        self.failing_query = failing_query
+        self.failing: FailingAnswer | None = None
+        """The last round's pods whose exporter says its ModelMesh collector fails; None when the query is not
+        asked, or failed (`failing_error`)."""
+        self.failing_error: PrometheusSourceError | None = None
         self._ns_label = namespace_label
         self._pod_label = pod_label
         self._clock = clock
@@ -105,8 +113,10 @@ class PrometheusReader:
         self._token: str | None = None  # the token last read from it
         # One thread per query, owned here: asyncio's default executor has min(32, CPUs + 4) threads for the
         # whole process, 6 on a 2-CPU node, so the nine queries went in two waves and a refresh took twice its
-        # slowest query.
-        self._threads = concurrent.futures.ThreadPoolExecutor(max_workers=len(signals) + 1,
+        # slowest query. And a pooled connection each: urllib3 keeps 10 by default, and a round of more queries
+        # discarded the others' with a WARNING a refresh ("Connection pool is full").
+        self._queries_at_once = len(signals) + 2  # the signals', the recent models' and the failing collectors'
+        self._threads = concurrent.futures.ThreadPoolExecutor(max_workers=self._queries_at_once,
                                                               thread_name_prefix="prometheus-query")
         self._session = requests.Session()
         self._session.verify = verify
@@ -144,7 +154,7 @@ class PrometheusReader:
         )
         # In place of the adapter the library mounts for its URL, with the same retries: one whose connections a
         # round past its deadline shuts (`cuttable_http`), also for a redirect to another host.
-        self._adapter = CuttableAdapter(max_retries=retry)
+        self._adapter = CuttableAdapter(max_retries=retry, pool_maxsize=self._queries_at_once)
         for prefix in (self._client.url, "http://", "https://"):
             self._session.mount(prefix, self._adapter)
         self._round = 0
@@ -165,6 +175,7 @@ class PrometheusReader:
         self._read_token()
         self.warnings, self.unlabelled, self.other_pods = [], [], {}
         self.models, self.models_error = None, None
+        self.failing, self.failing_error = None, None
         self._round += 1
         round_ = self._round
         try:
@@ -173,10 +184,13 @@ class PrometheusReader:
                 params = await loop.run_in_executor(self._threads, self._round_params, round_)
                 models = (None if self.models_query is None else loop.run_in_executor(
                     self._threads, self._query_models, self.models_query, round_, params))
-                outcomes, models_outcome = await asyncio.gather(
+                failing = (None if self.failing_query is None else loop.run_in_executor(
+                    self._threads, self._query_failing, self.failing_query, round_, params))
+                outcomes, models_outcome, failing_outcome = await asyncio.gather(
                     asyncio.gather(*(loop.run_in_executor(self._threads, self._query, signal.promql, round_, params)
                                      for signal in self.signals), return_exceptions=True),
                     _outcome(models),
+                    _outcome(failing),
                 )
         except TimeoutError as error:
             raise self._given_up("queries") from error
@@ -186,6 +200,12 @@ class PrometheusReader:
             self.models_error = PrometheusSourceError(REASON_PARSE, f"{RECENT_MODELS}: {models_outcome!r}")
         else:
             self.models = models_outcome
+        if isinstance(failing_outcome, PrometheusSourceError):
+            self.failing_error = named(failing_outcome, MODELMESH_FAILING)
+        elif isinstance(failing_outcome, BaseException):
+            self.failing_error = PrometheusSourceError(REASON_PARSE, f"{MODELMESH_FAILING}: {failing_outcome!r}")
+        else:
+            self.failing = failing_outcome
         answers: Answers = {}
         for signal, outcome in zip(self.signals, outcomes, strict=True):
             if isinstance(outcome, BaseException):
@@ -318,6 +338,13 @@ class PrometheusReader:
                 served[sys.intern(model)] = value
         return models
 
+    def _query_failing(self, promql: str, round_: int, params: dict[str, str]) -> FailingAnswer:
+        """The failing-collector query (run in a worker thread), as `_query` runs a signal's, indexed by pod."""
+        return failing_pods(self._query(promql, round_, params, key=self._failing_key))
+
+    def _failing_key(self, labels: Mapping[str, str]) -> tuple[str, str, str]:
+        return labels[self._ns_label], labels[self._pod_label], labels.get(REASON_LABEL, "")
+
     def _model_key(self, labels: Mapping[str, str]) -> tuple[str, str, str]:
         return labels[self._ns_label], labels[self._pod_label], labels.get(names.MODEL_ID_LABEL, "")
 
@@ -369,8 +396,9 @@ class PrometheusReader:
         return values
 
 
-async def _outcome(future: asyncio.Future[ModelAnswers] | None) -> ModelAnswers | BaseException | None:
-    """The models query's answer or its exception (it fails alone), None when it was not asked."""
+async def _outcome(future: asyncio.Future[T] | None) -> T | BaseException | None:
+    """A query's answer or its exception (the models' and the failing collectors' fail alone), None when it was
+    not asked."""
     if future is None:
         return None
     try:

@@ -29,7 +29,6 @@ from typing import Final, TypeVar
 
 import aiohttp
 
-from autoscaler.kube.timestamps import rfc3339
 from autoscaler.log_lists import NAMED, few
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.source_problems import REASON_GARBAGE
@@ -43,6 +42,7 @@ from autoscaler.sources.base import (
     SourceProblem,
     ongoing_problem,
 )
+from autoscaler.sources.exporter_failures import modelmesh_fails_after
 from autoscaler.sources.exposition import ExporterReading, ExpositionError, read_exporter_text
 from autoscaler.sources.held_gpu import with_gpu_read, with_last_gpu
 from autoscaler.sources.pending_rates import PendingRates
@@ -255,7 +255,7 @@ class ScrapeSource(SourceDefaults):
             # counted and shown, as for an exporter that started into the fault (`_unusable`).
             self._retries.succeeded(_streak(key, pod))
             self._count_garbled(key, pod, now, f"{_shown(pod)}: "
-                                f"{_modelmesh_fails_after(sample.sampled_at, reading.modelmesh_failures)}")
+                                f"{modelmesh_fails_after(sample.sampled_at, reading.modelmesh_failures)}")
         else:
             failing = self._failing.get(key)
             ended = failing.pop(pod.name, None) if failing is not None else None
@@ -521,15 +521,6 @@ def _cannot_read_modelmesh(since: str) -> str:
             "it publishes no load signals and the pod's are held: check the exporter's --modelmesh-url and, for an "
             "https URL, that the CA in its --modelmesh-ca-file signs ModelMesh's certificate; the exporter's log says "
             "why ('modelmesh collector failed (REASON)')")
-
-
-def _modelmesh_fails_after(last_read: float, failures: str) -> str:
-    """An exporter whose ModelMesh collector fails after a good read at `last_read`, whose values it still serves
-    (`failures`: its failed reads by reason, `ExporterReading.modelmesh_failures`)."""
-    return (f"its exporter cannot read ModelMesh since its last good read at {rfc3339(last_read)} ({failures}; "
-            f"{names.COLLECTOR_SUCCESS}{_MODELMESH_COLLECTOR} 0), so it serves that read's values and the pod turns "
-            "stale: check the pod's ModelMesh container (restarting, overloaded, its metrics port) and the "
-            "exporter's log, which says why ('modelmesh collector failed (REASON)')")
 
 
 def _rates_never_came(reads: int) -> str:
