@@ -50,6 +50,10 @@ def fleet(runtimes: int, at: float) -> tuple[dict[tuple[str, str], list[str]], l
             samples.append(Sample(names.GPU_BUSY_RATIO, labels | {"gpu": "0", "uuid": "GPU-0"}, 0.5, at))
             for collector in (names.COLLECTOR_MODELMESH, names.COLLECTOR_GPU):
                 samples.append(Sample(names.LAST_SUCCESS_TIMESTAMP, labels | {"collector": collector}, at, at))
+                samples.append(Sample(names.COLLECTOR_SUCCESS, labels | {"collector": collector}, 1.0, at))
+                # A failed read long ago, as most pods of a fleet have: the failing-collector query reads the counter.
+                samples.append(Sample(names.SCRAPE_ERRORS_TOTAL, labels | {"collector": collector, "reason": "http"},
+                                      1.0, at))
     return pods, samples
 
 
@@ -90,7 +94,7 @@ async def main(runtimes: int, refreshes: int, timeout_s: float) -> None:
                     print(f"refresh {refresh}: {wall:.2f} s wall, {cpu:.2f} s adapter CPU, {len(sizes)} queries, "
                           f"{sum(sizes) / 1e6:.1f} MB answered, {fresh} pods read, errors {dict(source.errors)}")
                 print(f"longest query URL: {max(len(q) for q in source.queries)} characters of PromQL")
-                fields = [signal.field for signal in source._reader.signals] + ["recent_models"]
+                fields = [signal.field for signal in source._reader.signals] + ["recent_models", "modelmesh_failing"]
                 for signal, promql in zip(fields, source.queries, strict=True):
                     seconds, peak = await asyncio.to_thread(query_stats, prom.url, promql)
                     print(f"  {signal:24s} {seconds:.2f} s evaluation, {peak} peak samples")

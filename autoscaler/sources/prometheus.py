@@ -44,6 +44,11 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
   (its last good sample held, as the scrape source refuses such an answer), counted as `other_pod` every refresh,
   logged when it starts and ends, and an `other_pod` problem of the pod in /debug meanwhile.
 
+- a Ready pod's exporter says its ModelMesh collector fails after a good read (ModelMesh broke; the exporter serves
+  that read's values, which turn stale as ever): one more query a refresh finds those pods, and each is a `garbage`
+  problem of the pod in /debug in the scrape source's words, counted every refresh, logged when it starts and ends
+  (`prometheus_modelmesh_failing`). That query's failure is counted by its reason and said at debug level only.
+
 - a refresh shows what Prometheus's `--query.lookback-delta` or the exporters' scrape interval would cause (no
   series, a pod's series gone, a stale sample): `prometheus_lookback` measures both once and says what does not
   fit; not an error.

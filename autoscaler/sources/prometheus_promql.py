@@ -1,9 +1,9 @@
 """The PromQL `PrometheusSource` asks Prometheus (docs/design.md): pure text, no I/O; `prometheus_reader` asks it.
 
-**One instant query per signal for all runtimes at once** (nine queries, and one for the recent models,
-whatever the number of runtimes or pods), aggregated `by (namespace, pod)`: `build_queries` writes them,
-`prometheus_reader.PrometheusReader` runs them concurrently and indexes each answer's raw values by (namespace,
-pod).
+**One instant query per signal for all runtimes at once** (nine queries, one for the recent models and one
+for the failing ModelMesh collectors, `prometheus_modelmesh_failing`, whatever the number of runtimes or pods),
+aggregated `by (namespace, pod)`: `build_queries` writes them, `prometheus_reader.PrometheusReader` runs them
+concurrently and indexes each answer's raw values by (namespace, pod).
 
 Freshness. An instant query stamps every result with the *evaluation* time, not the time of the sample it
 found (which may be up to the 5-minute lookback old), so the freshness query asks `timestamp()` for the
