@@ -186,11 +186,13 @@ class PrometheusReader:
                     self._threads, self._query_models, self.models_query, round_, params))
                 failing = (None if self.failing_query is None else loop.run_in_executor(
                     self._threads, self._query_failing, self.failing_query, round_, params))
+                models_asked = _outcome(models)  # typed apart: within gather(), mypy widens T to the outcome
+                failing_asked = _outcome(failing)
                 outcomes, models_outcome, failing_outcome = await asyncio.gather(
                     asyncio.gather(*(loop.run_in_executor(self._threads, self._query, signal.promql, round_, params)
                                      for signal in self.signals), return_exceptions=True),
-                    _outcome(models),
-                    _outcome(failing),
+                    models_asked,
+                    failing_asked,
                 )
         except TimeoutError as error:
             raise self._given_up("queries") from error

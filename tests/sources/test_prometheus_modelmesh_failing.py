@@ -140,7 +140,7 @@ async def test_the_query_reads_the_pods_by_the_label_flags_and_only_from_the_job
         *exporter_series("team-a", "a-2", at, signals(rps=5, queue=0, misses=0, cache=0.5, models=2),
                          last_success=at),
         *modelmesh_collector("a-2", at, 1.0),
-        *(Sample(sample.name, sample.labels | pushed, sample.value, at + 1)
+        *(Sample(sample.name, {**sample.labels, **pushed}, sample.value, at + 1)
           for sample in modelmesh_collector("a-2", at, 0.0, http=99)),
     ]
     prom = await start_prometheus([
