@@ -6,11 +6,13 @@ a platform engineer sees it: `/debug/runtimes/NS/DEPLOYMENT`, the adapter's `/me
 Was: taken for an exporter before its second read, the pod was held without a word: `source.problems` [], no
 `source_errors_total`, no log line, while the runtime held ("1 of 2 ready pods stale") and never scaled down.
 And where ModelMesh failed after the exporter had read it (the exporter serving its last good values, with their
-time), the pod only turned stale: `problems` [], the log "1 of 2 ready pods stale; holding values", no count.
+time), the pod only turned stale: `problems` [], the log "1 of 2 ready pods stale; holding values", no count; with
+`--source prometheus` (a real Prometheus scraping the exporters) still so after the scrape source said why.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -18,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import DEPLOYMENT, DataPath, data_path_running
-from tests.support.processes import http_get, poll
+from tests.fakes.prometheus import PrometheusServer
+from tests.support.processes import free_port, http_get, poll
 
 pytestmark = pytest.mark.slow
 
@@ -32,10 +35,10 @@ def problems(path: DataPath) -> list[dict[str, object]]:
     return list(json.loads(body)["source"]["problems"]) if status == 200 else []
 
 
-def garbage_errors(path: DataPath) -> float:
+def garbage_errors(path: DataPath, source: str = "scrape") -> float:
     status, body = http_get(f"{path.adapter_url}/metrics")
     assert status == 200, body
-    found = re.search(r'modelmesh_autoscaler_source_errors_total\{reason="garbage",source="scrape"\} (\S+)', body)
+    found = re.search(rf'modelmesh_autoscaler_source_errors_total\{{reason="garbage",source="{source}"\}} (\S+)', body)
     return 0.0 if found is None else float(found[1])
 
 
@@ -74,3 +77,28 @@ def test_a_modelmesh_that_fails_after_working_is_named_as_why_its_pod_is_stale(t
         path.set_load(1, fault=None)  # healed: the problem goes, and the log says so
         poll(lambda: problems(path) == [] or None, timeout=30)
         poll(lambda: f"scrape of default/{DEPLOYMENT}/pod-1 recovered" in path.adapter_log() or None, timeout=10)
+
+
+async def test_with_prometheus_a_modelmesh_that_fails_after_working_is_named_in_the_scrape_sources_words(
+        tmp_path: Path) -> None:
+    port = free_port()
+    with data_path_running(tmp_path, pods=2, adapter_args=[
+            "--source", "prometheus", "--prometheus-url", f"http://127.0.0.1:{port}"]) as path:
+        async with PrometheusServer(path.exporter_urls, port=port, target_labels=path.prometheus_target_labels(),
+                                    workdir=tmp_path / "prometheus"):
+            await asyncio.to_thread(poll, lambda: path.value("modelmesh_request_load"), timeout=60)
+            assert problems(path) == []
+            path.set_load(1, fault="error")  # pod-1's ModelMesh answers 500; its exporter keeps its values
+            [problem] = await asyncio.to_thread(poll, lambda: problems(path), timeout=30)
+            assert (problem["reason"], problem["pod"]) == ("garbage", "pod-1"), problem
+            detail = str(problem["detail"])
+            assert f"Prometheus at http://127.0.0.1:{port}: " in detail, detail
+            assert "its exporter cannot read ModelMesh since its last good read at 20" in detail, detail
+            assert "(http: " in detail, detail  # the exporter's own reason, as Prometheus scraped it
+            await asyncio.to_thread(poll, lambda: garbage_errors(path, "prometheus") >= 3, timeout=30)
+            said = [line for line in path.adapter_log().splitlines() if "cannot read ModelMesh" in line]
+            assert len(said) == 1 and "pod-1" in said[0], said  # counted at each refresh; said once
+
+            path.set_load(1, fault=None)  # healed: the problem goes, and the log says so
+            await asyncio.to_thread(poll, lambda: problems(path) == [] or None, timeout=30)
+            assert "read ModelMesh again" in path.adapter_log()
