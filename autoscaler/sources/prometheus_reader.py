@@ -196,18 +196,8 @@ class PrometheusReader:
                 )
         except TimeoutError as error:
             raise self._given_up("queries") from error
-        if isinstance(models_outcome, PrometheusSourceError):
-            self.models_error = named(models_outcome, RECENT_MODELS)
-        elif isinstance(models_outcome, BaseException):
-            self.models_error = PrometheusSourceError(REASON_PARSE, f"{RECENT_MODELS}: {models_outcome!r}")
-        else:
-            self.models = models_outcome
-        if isinstance(failing_outcome, PrometheusSourceError):
-            self.failing_error = named(failing_outcome, MODELMESH_FAILING)
-        elif isinstance(failing_outcome, BaseException):
-            self.failing_error = PrometheusSourceError(REASON_PARSE, f"{MODELMESH_FAILING}: {failing_outcome!r}")
-        else:
-            self.failing = failing_outcome
+        self.models, self.models_error = _answer_or_error(models_outcome, RECENT_MODELS)
+        self.failing, self.failing_error = _answer_or_error(failing_outcome, MODELMESH_FAILING)
         answers: Answers = {}
         for signal, outcome in zip(self.signals, outcomes, strict=True):
             if isinstance(outcome, BaseException):
@@ -407,6 +397,17 @@ async def _outcome(future: asyncio.Future[T] | None) -> T | BaseException | None
         return await future
     except Exception as error:  # any failure of this query only leaves the models out
         return error
+
+
+def _answer_or_error(outcome: T | BaseException | None,
+                     query: str) -> tuple[T | None, PrometheusSourceError | None]:
+    """An optional query's answer (None where it was not asked), or why it has none, named by `query`: its failure
+    fails nothing but itself (`_outcome`)."""
+    if isinstance(outcome, PrometheusSourceError):
+        return None, named(outcome, query)
+    if isinstance(outcome, BaseException):
+        return None, PrometheusSourceError(REASON_PARSE, f"{query}: {outcome!r}")
+    return outcome, None
 
 
 _QUERY_STRING: Final = re.compile(r"(/api/v1/query)\?[^\s)'\"]*")

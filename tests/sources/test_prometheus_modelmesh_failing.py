@@ -9,11 +9,8 @@ Now it says the scrape source's words, from one more query a refresh that answer
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler import cli
@@ -32,12 +29,10 @@ from exporter import names
 from tests.fakes.prometheus import Sample
 from tests.sources.conftest import StartPrometheus
 from tests.sources.prometheus_stub import two_pods, two_pods_answering
+from tests.sources.test_prometheus_garbled_debug import ClientFactory, source_problems
 from tests.sources.test_prometheus_source import AGE_S, TRITON, exporter_series, signals
 from tests.support.clock import SteppedClock
 
-Client = TestClient[Any, Any]
-ClientFactory = Callable[..., Awaitable[Client]]
-DEBUG = f"/debug/runtimes/{TRITON.namespace}/{TRITON.deployment}"
 SAID = "its exporter cannot read ModelMesh since its last good read at"
 
 
@@ -49,15 +44,6 @@ def modelmesh_collector(pod: str, at: float, success: float, **failed_reads: flo
     return [Sample(names.COLLECTOR_SUCCESS, modelmesh, success, at),
             *(Sample(names.SCRAPE_ERRORS_TOTAL, modelmesh | {"reason": reason}, count, at)
               for reason, count in failed_reads.items())]
-
-
-async def source_problems(client: Client) -> list[dict[str, Any]]:
-    async with client.get(DEBUG) as response:
-        assert response.status == 200
-        document: dict[str, Any] = await response.json()
-    assert document["source"]["name"] == "prometheus"
-    problems: list[dict[str, Any]] = document["source"]["problems"]
-    return problems
 
 
 @pytest.mark.slow
