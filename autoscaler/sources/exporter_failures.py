@@ -2,31 +2,19 @@
 show for a ModelMesh that broke after a good read (`modelmesh_fails_after`: the scrape source from the exporter's
 text, the Prometheus source from its series).
 
-Read only from the text of an exporter that says its ModelMesh collector failed at its last attempt while it still
-serves a good read's values (`ExporterReading.modelmesh_failures`): the series is no signal the adapter scales by,
-so the fast reader (`exporter_text.WANTED`) does not read it at every scrape of every pod. The exporter publishes
-no "last reason"; its counters by reason (`exporter.collectors.health`) name the one an outage has, and the
-others any earlier ones had.
+The scrape source reads the counter only from the text of an exporter that says its ModelMesh collector failed at
+its last attempt while it still serves a good read's values (`exposition.modelmesh_failed_reads`): the series is no
+signal the adapter scales by, so the fast reader (`exporter_text.WANTED`) does not read it at every scrape of every
+pod. The exporter publishes no "last reason"; its counters by reason (`exporter.collectors.health`) name the one an
+outage has, and the others any earlier ones had.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from typing import Final
 
 from autoscaler.kube.timestamps import rfc3339
 from exporter import names
-
-_FAILURES: Final = re.compile(
-    rf'^{re.escape(names.SCRAPE_ERRORS_TOTAL)}\{{collector="{names.COLLECTOR_MODELMESH}",reason="([a-z_]+)"\}} '
-    r"([0-9][0-9.e+]*)$", re.MULTILINE)
-"""A line of the counter as the exporter writes it (its labels in that order; a reason is one of its own words)."""
-
-
-def modelmesh_failure_counts(text: str) -> str:
-    """The exporter's failed ModelMesh reads by reason, read from its text (`failed_reads_said`)."""
-    return failed_reads_said((reason, float(count)) for reason, count in _FAILURES.findall(text))
 
 
 def failed_reads_said(counts: Iterable[tuple[str, float]]) -> str:

@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from autoscaler.model import PodSample
 from autoscaler.policies.samples import clean, refusal
 from autoscaler.sources.body_summary import body_summary
-from autoscaler.sources.exporter_failures import modelmesh_failure_counts
+from autoscaler.sources.exporter_failures import failed_reads_said
 from autoscaler.sources.exporter_said import quoted
 from autoscaler.sources.exporter_text import Sample, fast_read
 from autoscaler.sources.exporter_text_limits import over_limit
@@ -61,6 +61,20 @@ def library_samples(text: str) -> Iterator[Sample]:
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             yield sample.name, sample.labels, sample.value
+
+
+def modelmesh_failed_reads(text: str) -> str:
+    """The exporter's failed ModelMesh reads by reason, for a person (`failed_reads_said`), read by the library's
+    parser: only from an exporter that says its collector fails, never on a good scrape's path. Text the parser
+    refuses names no reason."""
+    modelmesh = names.COLLECTOR_MODELMESH
+    try:
+        counts = sorted((labels["reason"], value) for name, labels, value in library_samples(text)
+                        if name == names.SCRAPE_ERRORS_TOTAL and labels.get("collector") == modelmesh
+                        and "reason" in labels)
+    except ValueError:
+        counts = []
+    return failed_reads_said(counts)
 
 
 CLOCK_TOLERANCE_S: Final = 1.0
@@ -116,7 +130,7 @@ class ExporterReading(NamedTuple):
     modelmesh_failures: str | None = None
     """Where the exporter has load data but says its ModelMesh collector failed at its last attempt (ModelMesh
     broke after a good read: the exporter keeps serving that read's values, with its time): its failed reads by
-    reason, as it counts them (`modelmesh_failure_counts`); None otherwise. The values are the pod's as ever (they
+    reason, as it counts them (`modelmesh_failed_reads`); None otherwise. The values are the pod's as ever (they
     turn stale by their time), but the source says why they stopped moving (`ScrapeSource`)."""
 
 
@@ -328,7 +342,7 @@ def _reading(tally: _Tally, text: str, pod: str, ready: bool, scraped_at: float,
         clock_offset_s=offset,
         pod=tally.pod_named,
         models_unread=recent is None and tally.model_samples > 0,  # samples, every time garbage
-        modelmesh_failures=modelmesh_failure_counts(text) if failing else None,
+        modelmesh_failures=modelmesh_failed_reads(text) if failing else None,
     )
 
 
