@@ -1,6 +1,7 @@
 """What an exporter says of its failing ModelMesh collector: its failed reads, by reason, and the words both sources
-show for a ModelMesh that broke after a good read (`modelmesh_fails_after`: the scrape source from the exporter's
-text, the Prometheus source from its series).
+show for it (the scrape source from the exporter's text, the Prometheus source from its series): for a ModelMesh
+that broke after a good read (`modelmesh_fails_after`), and for one whose exporter never read it, or not since it
+last read it (`cannot_read_modelmesh`: a wrong --modelmesh-url, a CA that does not sign ModelMesh's certificate).
 
 The scrape source reads the counter only from the text of an exporter that says its ModelMesh collector failed at
 its last attempt while it still serves a good read's values (`exposition.modelmesh_failed_reads`): the series is no
@@ -12,9 +13,15 @@ outage has, and the others any earlier ones had.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
 
 from autoscaler.kube.timestamps import rfc3339
 from exporter import names
+
+_MODELMESH_COLLECTOR: Final = f'{{collector="{names.COLLECTOR_MODELMESH}"}}'
+
+NEVER_READ: Final = "no good read since it started"
+"""`cannot_read_modelmesh`'s `since` for an exporter with no ModelMesh success time: it never read ModelMesh."""
 
 
 def failed_reads_said(counts: Iterable[tuple[str, float]]) -> str:
@@ -30,6 +37,15 @@ def modelmesh_fails_after(last_read: float, failures: str) -> str:
     """An exporter whose ModelMesh collector fails after a good read at `last_read`, whose values it still serves
     (`failures`: its failed reads by reason, `failed_reads_said`): the same words whichever source reads it."""
     return (f"its exporter cannot read ModelMesh since its last good read at {rfc3339(last_read)} ({failures}; "
-            f"{names.COLLECTOR_SUCCESS}{{collector=\"{names.COLLECTOR_MODELMESH}\"}} 0), so it serves that read's "
+            f"{names.COLLECTOR_SUCCESS}{_MODELMESH_COLLECTOR} 0), so it serves that read's "
             "values and the pod turns stale: check the pod's ModelMesh container (restarting, overloaded, its metrics "
             "port) and the exporter's log, which says why ('modelmesh collector failed (REASON)')")
+
+
+def cannot_read_modelmesh(since: str) -> str:
+    """An exporter whose ModelMesh collector fails and that serves no load signals (`since`: `NEVER_READ`, or since
+    when), with what to check: the same words whichever source reads it."""
+    return (f"its exporter cannot read ModelMesh ({names.COLLECTOR_SUCCESS}{_MODELMESH_COLLECTOR} 0, {since}), so "
+            "it publishes no load signals and the pod's are held: check the exporter's --modelmesh-url and, for an "
+            "https URL, that the CA in its --modelmesh-ca-file signs ModelMesh's certificate; the exporter's log says "
+            "why ('modelmesh collector failed (REASON)')")

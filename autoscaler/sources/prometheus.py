@@ -45,8 +45,11 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
   logged when it starts and ends, and an `other_pod` problem of the pod in /debug meanwhile.
 
 - a Ready pod's exporter says its ModelMesh collector fails after a good read (ModelMesh broke; the exporter serves
-  that read's values, which turn stale as ever): one more query a refresh finds those pods, and each is a `garbage`
-  problem of the pod in /debug in the scrape source's words, counted every refresh, logged when it starts and ends
+  that read's values, which turn stale as ever), or that it never read ModelMesh (a wrong --modelmesh-url, a CA
+  that does not sign ModelMesh's certificate: no load series at all, no values): one more query a refresh finds
+  those pods, and each is a `garbage` problem of the pod in /debug in the scrape source's words, counted every
+  refresh, logged when it starts and ends (one never read: once it is `max_staleness_s` old, as a missing pod is);
+  it is not also a missing pod, an unseen runtime or, for a whole fleet, an `empty` outage
   (`prometheus_modelmesh_failing`). That query's failure is counted by its reason and said at debug level only.
 
 - a refresh shows what Prometheus's `--query.lookback-delta` or the exporters' scrape interval would cause (no
@@ -225,7 +228,7 @@ class PrometheusSource(SourceDefaults):
         self._last: dict[PodRef, PodSample] = {}
         self._garbage = PrometheusGarbage(self._url, self._count)
         self._other_pods = OtherPods(self._url, self._count)
-        self._modelmesh_failing = ModelMeshFailing(self._url, self._count)
+        self._modelmesh_failing = ModelMeshFailing(self._url, self._count, max_staleness_s)
         self.errors: Counter[str] = Counter()
         """Failures by reason since start: whole-refresh reasons once per refresh, `garbage` per series."""
         self._outage = OutageLog(FLAP_QUIET_S)
@@ -292,12 +295,14 @@ class PrometheusSource(SourceDefaults):
         if reached and self._lookback.due(now):
             await self._check_scrapes(inventory, seen, now)
         if backend_ok and not held:
-            self._unseen.note(inventory, seen, now)
+            self._note_failing(inventory, seen, now)
+            # A pod whose exporter says it never read ModelMesh has no series for that cause, said as such.
+            answered = seen | self._modelmesh_failing.never_read
+            self._unseen.note(inventory, answered, now)
             if not self._reader.warnings:  # a partial answer's missing pods are `partial`'s
-                self._missing.note(inventory, seen, self._reader.other_pods, self._last, now)
+                self._missing.note(inventory, answered, self._reader.other_pods, self._last, now)
             if self._gpu_source == "dcgm":
                 self._dcgm_unmatched.note(answers["gpu_busy"], seen, now)
-            self._note_failing(inventory, now)
         self._forget_vanished(inventory)
         return snapshots
 
@@ -365,11 +370,13 @@ class PrometheusSource(SourceDefaults):
     ) -> set[PodRef]:
         """Inventory pods with a freshness series, less those whose exporter names another pod
         (`prometheus_other_pod`); none at all while Ready pods exist is an outage (not where Prometheus has series
-        for them, from other pods' exporters: those pods say so)."""
+        for them, from other pods' exporters or from exporters that say they cannot read ModelMesh: those pods say
+        so)."""
         freshness, other = answers[FRESHNESS], self._reader.other_pods
         pods = [(key.namespace, pod) for key, runtime in inventory.items() for pod in runtime.pods]
         seen = {(ns, pod.name) for ns, pod in pods if (ns, pod.name) in freshness and (ns, pod.name) not in other}
-        if seen or any((ns, pod.name) in other for ns, pod in pods):
+        failing = self._reader.failing or {}  # pods whose exporters say why they have no series
+        if seen or any((ns, pod.name) in other or (ns, pod.name) in failing for ns, pod in pods):
             return seen
         if any(pod.ready for _, pod in pods) and self._reader.unlabelled:
             raise PrometheusSourceError(
@@ -548,15 +555,15 @@ class PrometheusSource(SourceDefaults):
         else:
             log.debug("recent-models query still failing (%s): %s", error.reason, error.detail)
 
-    def _note_failing(self, inventory: Mapping[RuntimeKey, RuntimeInventory], now: float) -> None:
-        """The pods whose exporter cannot read ModelMesh since a good read (`prometheus_modelmesh_failing`), by
-        their held samples' times; the query's failure only leaves them unsaid this refresh, said at debug level
-        and counted by its reason (as a failed models query is)."""
+    def _note_failing(self, inventory: Mapping[RuntimeKey, RuntimeInventory], seen: set[PodRef], now: float) -> None:
+        """The pods whose exporter cannot read ModelMesh (`prometheus_modelmesh_failing`): since a good read, by
+        their held samples' times, or never (no series in `seen`); the query's failure only leaves them unsaid this
+        refresh, said at debug level and counted by its reason (as a failed models query is)."""
         error = self._reader.failing_error
         if error is not None:
             self._count(error.reason)
             log.debug("the failing ModelMesh collectors' query failed (%s): %s", error.reason, error.detail)
-        self._modelmesh_failing.note(inventory, self._reader.failing, self._last, now)
+        self._modelmesh_failing.note(inventory, self._reader.failing, seen, self._reader.other_pods, self._last, now)
 
     # ---- outage bookkeeping ----
 

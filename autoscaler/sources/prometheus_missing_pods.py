@@ -8,7 +8,9 @@ the pod. The usual causes are Prometheus's: the pod's target down or not discove
 dropped. A new pod is not scraped for a scrape interval or two, so the log waits until the pod is as old as
 `max_staleness_s` (the default policy's: the pod then counts as stale), as its runtime's line does. A runtime none
 of whose Ready pods has series is `prometheus_unseen`'s, and a pod whose series are another pod's is
-`prometheus_other_pod`'s; neither is said again here.
+`prometheus_other_pod`'s; neither is said again here. Nor is a pod whose exporter Prometheus scrapes but which says
+it never read ModelMesh (no series of load, none of its success time): the cause is known, and
+`prometheus_modelmesh_failing` says it; the source counts such pods among those Prometheus has (`seen`).
 """
 
 from __future__ import annotations

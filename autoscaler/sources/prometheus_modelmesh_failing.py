@@ -1,11 +1,15 @@
-"""Pods whose exporter cannot read ModelMesh since a good read, as `PrometheusSource` finds and says them.
+"""Pods whose exporter cannot read ModelMesh, as `PrometheusSource` finds and says them.
 
 Where ModelMesh breaks after its exporter has read it, the exporter keeps serving that read's values with their
 time, and says `modelmesh_exporter_collector_success{collector="modelmesh"} 0` beside them. The values are the
 pod's as ever (they turn stale by their time, DESIGN.md §6: missing data never lowers a value); but a pod that only
-turned stale said nothing of why, where the scrape source names it a `garbage` problem of the pod. This says the
-same words (`exporter_failures.modelmesh_fails_after`), counted each refresh as `garbage`, logged when it starts and
-ends, shown in /debug meanwhile.
+turned stale said nothing of why, where the scrape source names it a `garbage` problem of the pod. Where the
+exporter never read ModelMesh (a wrong --modelmesh-url, a CA that does not sign ModelMesh's certificate) it says
+the same `0` with no success time and no load signal: the pod has no series the source reads, and was blamed on
+Prometheus's scraping (`prometheus_missing_pods`, or `prometheus_unseen` for a whole runtime, or an `empty` outage
+for a whole fleet) while Prometheus scrapes it well. Either is said in the scrape source's words
+(`exporter_failures`), counted each refresh as `garbage`, logged when it starts and ends, shown in /debug meanwhile;
+a pod never read has no values, and none are made up for it.
 
 One query a refresh for all runtimes (`modelmesh_failing_query`), whose answer holds the failing pods only: a
 healthy fleet answers nothing. Its own failure fails nothing but itself: the refresh is good, and what it said last
@@ -23,7 +27,12 @@ from autoscaler.model import PodSample, RuntimeKey
 from autoscaler.policies.samples import valid_value
 from autoscaler.source_problems import REASON_GARBAGE
 from autoscaler.sources.base import RuntimeInventory, SourceProblem
-from autoscaler.sources.exporter_failures import failed_reads_said, modelmesh_fails_after
+from autoscaler.sources.exporter_failures import (
+    NEVER_READ,
+    cannot_read_modelmesh,
+    failed_reads_said,
+    modelmesh_fails_after,
+)
 from autoscaler.sources.prometheus_matchers import EVERY_SERIES, SeriesMatchers
 from exporter import names
 
@@ -64,42 +73,62 @@ def failing_pods(values: Mapping[tuple[str, str, str], str]) -> FailingAnswer:
 
 
 class ModelMeshFailing:
-    """The Ready pods whose exporter cannot read ModelMesh since a good read: counted every refresh (`count`, as the
-    scrape source counts each such answer), logged when it starts and when it ends (a line each, or one line naming
-    a few: `log_lists`), and a `garbage` problem of the pod in /debug meanwhile."""
+    """The Ready pods whose exporter cannot read ModelMesh: counted every refresh (`count`, as the scrape source
+    counts each such answer), logged when it starts and when it ends (a line each, or one line naming a few:
+    `log_lists`), and a `garbage` problem of the pod in /debug meanwhile. One that never read it (`never_read`) is
+    shown at once but counted and logged only once it has been so for `max_staleness_s`: a new pod's exporter may
+    not have read its ModelMesh yet when Prometheus last scraped it, and a rollout is no error."""
 
-    def __init__(self, url: str, count: Callable[[str], None]) -> None:
+    def __init__(self, url: str, count: Callable[[str], None], max_staleness_s: float) -> None:
         self._url = url
         self._count = count
-        self._since: dict[PodRef, float] = {}  # the failing pods, since when (their start logged)
+        self._max_staleness_s = max_staleness_s
+        self._since: dict[PodRef, float] = {}  # the failing pods, since the first answer saying so
+        self._said: set[PodRef] = set()  # those whose start the log said
         self._problems: dict[RuntimeKey, dict[str, SourceProblem]] = {}
+        self.never_read: frozenset[PodRef] = frozenset()
+        """The Ready pods whose exporter says it fails and has no ModelMesh success time, at the last answer: their
+        missing series have this cause, not Prometheus's scraping (`prometheus_missing_pods`, `prometheus_unseen`
+        leave them out)."""
 
     def note(self, inventory: Mapping[RuntimeKey, RuntimeInventory], answer: FailingAnswer | None,
-             last: Mapping[PodRef, PodSample], now: float) -> None:
+             seen: Collection[PodRef], left_out: Collection[PodRef], last: Mapping[PodRef, PodSample],
+             now: float) -> None:
         """This refresh's answer (None: the query failed, which leaves the problems unshown, the pods' runs kept);
-        `last` holds each pod's last good sample, whose time is its last good read."""
+        `seen`, the pods with a freshness series (a pod without one never read ModelMesh, or not since its exporter
+        started); `left_out`, those whose series are another pod's (`prometheus_other_pod` says them); `last`, each
+        pod's last good sample, whose time is its last good read."""
         if answer is None:
             self._problems = {}
             return
         found: dict[RuntimeKey, dict[str, SourceProblem]] = {}
         current: dict[PodRef, float] = {}
+        never_read: set[PodRef] = set()
         started: list[tuple[PodRef, str]] = []
         for key, runtime in inventory.items():
             for pod in runtime.pods:
                 ref = (key.namespace, pod.name)
+                if not pod.ready or ref not in answer or ref in left_out:
+                    continue
                 held = last.get(ref)
-                if not pod.ready or ref not in answer or held is None or held.sampled_at is None:
-                    continue  # one never read has no good read to name (nor values served from it)
-                self._count(REASON_GARBAGE)
-                detail = modelmesh_fails_after(held.sampled_at, failed_reads_said(_counts(answer[ref])))
+                if ref not in seen:  # no success time: no values served, none held from it
+                    never_read.add(ref)
+                    detail = cannot_read_modelmesh(NEVER_READ)
+                elif held is not None and held.sampled_at is not None:
+                    detail = modelmesh_fails_after(held.sampled_at, failed_reads_said(_counts(answer[ref])))
+                else:
+                    continue  # a garbled freshness series: `prometheus_garbage` says it
                 current[ref] = self._since.get(ref, now)
-                if ref not in self._since:
-                    started.append((ref, detail))
+                if ref not in never_read or now - current[ref] >= self._max_staleness_s:
+                    self._count(REASON_GARBAGE)
+                    if ref not in self._said:
+                        started.append((ref, detail))
                 found.setdefault(key, {})[pod.name] = SourceProblem(
                     REASON_GARBAGE, f"Prometheus at {self._url}: {detail}", current[ref], pod.name)
-        ended = sorted(ref for ref in self._since if ref not in current)
+        ended = sorted(ref for ref in self._said if ref not in current)
         self._say(started, ended)
-        self._since, self._problems = current, found
+        self._said = {ref for ref in self._said if ref in current} | {ref for ref, _ in started}
+        self._since, self._problems, self.never_read = current, found, frozenset(never_read)
 
     def problems(self, key: RuntimeKey) -> tuple[SourceProblem, ...]:
         """The runtime's pods whose exporter cannot read ModelMesh, for /debug."""
@@ -108,15 +137,16 @@ class ModelMeshFailing:
     def forget(self, known: Collection[PodRef]) -> None:
         """Drop the pods discovery no longer lists."""
         self._since = {ref: since for ref, since in self._since.items() if ref in known}
+        self._said.intersection_update(known)
 
     def _say(self, started: list[tuple[PodRef, str]], ended: list[PodRef]) -> None:
         if len(started) <= NAMED:
             for (namespace, pod), detail in started:
                 log.warning("Prometheus at %s says pod %s/%s: %s", self._url, namespace, pod, detail)
         else:
-            log.warning("Prometheus at %s says the exporters of %d pods cannot read ModelMesh since their last good "
-                        "reads (%s): they serve those reads' values and the pods turn stale (/debug says each "
-                        "one's last good read and failed reads)", self._url, len(started),
+            log.warning("Prometheus at %s says the exporters of %d pods cannot read ModelMesh (%s): those that read "
+                        "it before serve their last good reads' values and the pods turn stale, the others publish "
+                        "no load signals (/debug says which, and each one's failed reads)", self._url, len(started),
                         few([f"{ns}/{pod}" for (ns, pod), _ in sorted(started)]))
         if ended:
             log.info("Prometheus at %s says the exporters of %s read ModelMesh again (or the pods are no longer "

@@ -6,7 +6,8 @@ The usual cause is the runtime's namespace left out of what Prometheus scrapes (
 namespaceSelector, a scrape config's relabelling, a NetworkPolicy on the exporter's port), and nothing else would
 say so: the runtime's values are held, then 503, as for any pod without data. Not an error: a new pod is not
 scraped yet either. Apart from the source, whose job is joining answers to the inventory, so that what is kept
-of such a runtime, and when it is forgotten, is read in one place.
+of such a runtime, and when it is forgotten, is read in one place. A runtime whose exporters Prometheus scrapes but
+which say they never read ModelMesh is not unseen: `prometheus_modelmesh_failing` names each pod and why.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from autoscaler.sources.base import (
     SourceProblem,
     ongoing_problem,
 )
-from autoscaler.sources.exporter_failures import modelmesh_fails_after
+from autoscaler.sources.exporter_failures import NEVER_READ, cannot_read_modelmesh, modelmesh_fails_after
 from autoscaler.sources.exposition import ExporterReading, ExpositionError, read_exporter_text
 from autoscaler.sources.held_gpu import with_gpu_read, with_last_gpu
 from autoscaler.sources.pending_rates import PendingRates
@@ -297,9 +297,8 @@ class ScrapeSource(SourceDefaults):
         if pod_id not in self._last_good:
             return None
         if reading.modelmesh_failing:
-            since = ("no good read since it started" if reading.modelmesh_read_at is None
-                     else "its reads fail since its last good one")
-            return f"{_shown(pod)}: {_cannot_read_modelmesh(since)}"
+            since = NEVER_READ if reading.modelmesh_read_at is None else "its reads fail since its last good one"
+            return f"{_shown(pod)}: {cannot_read_modelmesh(since)}"
         return f"{_shown(pod)}: {_GARBLED}"
 
     def _note_models_unread(self, key: RuntimeKey, pod: PodTarget, unread: bool, now: float) -> None:
@@ -513,14 +512,6 @@ def _keep_only(by_runtime: dict[RuntimeKey, dict[_Pod, SourceProblem]], kept: se
 
 
 _MODELMESH_COLLECTOR: Final = f'{{collector="{names.COLLECTOR_MODELMESH}"}}'
-
-
-def _cannot_read_modelmesh(since: str) -> str:
-    """An exporter whose ModelMesh collector fails (`since`: never worked, or since when), with what to check."""
-    return (f"its exporter cannot read ModelMesh ({names.COLLECTOR_SUCCESS}{_MODELMESH_COLLECTOR} 0, {since}), so "
-            "it publishes no load signals and the pod's are held: check the exporter's --modelmesh-url and, for an "
-            "https URL, that the CA in its --modelmesh-ca-file signs ModelMesh's certificate; the exporter's log says "
-            "why ('modelmesh collector failed (REASON)')")
 
 
 def _rates_never_came(reads: int) -> str:

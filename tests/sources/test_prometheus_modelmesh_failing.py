@@ -17,6 +17,7 @@ from autoscaler import cli
 from autoscaler.api.app import build_api_app
 from autoscaler.kube.timestamps import rfc3339
 from autoscaler.policies.config import PolicyBook
+from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.server import build_source
@@ -25,14 +26,17 @@ from autoscaler.source_problems import REASON_GARBAGE
 from autoscaler.sources import prometheus as source_module
 from autoscaler.sources.base import SourceProblem
 from autoscaler.sources.prometheus import PrometheusSource
+from autoscaler.sources.prometheus_unseen import UNSEEN_WARN_AFTER_S
 from exporter import names
 from tests.fakes.prometheus import Sample
 from tests.sources.conftest import StartPrometheus
 from tests.sources.prometheus_stub import two_pods, two_pods_answering
+from tests.sources.static_discovery import StaticDiscovery
 from tests.sources.test_prometheus_garbled_debug import ClientFactory, source_problems
-from tests.sources.test_prometheus_source import AGE_S, TRITON, exporter_series, signals
+from tests.sources.test_prometheus_source import AGE_S, MLSERVER, TRITON, exporter_series, signals
 from tests.support.clock import SteppedClock
 
+STALE_S = RuntimePolicy().max_staleness_s
 SAID = "its exporter cannot read ModelMesh since its last good read at"
 
 
@@ -146,3 +150,96 @@ async def test_the_query_reads_the_pods_by_the_label_flags_and_only_from_the_job
     assert [(problem.pod, problem.reason) for problem in problems] == [("a-1", "garbage")], problems
     [problem] = problems
     assert isinstance(problem, SourceProblem) and "(timeout: 4 failed reads; " in problem.detail, problem
+
+
+MODELMESH_COLLECTOR = f'{{collector="{names.COLLECTOR_MODELMESH}"}}'
+NEVER_SAID = (f"its exporter cannot read ModelMesh ({names.COLLECTOR_SUCCESS}{MODELMESH_COLLECTOR} 0, no good read "
+              "since it started)")
+SCRAPING_BLAMED = ("is it scraping", "not discovered", "namespaceSelector")
+
+
+def never_read(namespace: str, pod: str, at: float, **failed_reads: float) -> list[Sample]:
+    """One scrape of an exporter that never read ModelMesh (a wrong --modelmesh-url, a CA that does not sign its
+    certificate): its GPU busy and its collectors' word, no load signal, no ModelMesh success time."""
+    labels = {"namespace": namespace, "pod": pod, "job": "modelmesh-exporter", "instance": f"{pod}:9187"}
+    modelmesh = labels | {"collector": names.COLLECTOR_MODELMESH}
+    return [*exporter_series(namespace, pod, at, {}, gpus=[0.5]),
+            Sample(names.COLLECTOR_SUCCESS, modelmesh, 0.0, at),
+            *(Sample(names.SCRAPE_ERRORS_TOTAL, modelmesh | {"reason": reason}, count, at)
+              for reason, count in failed_reads.items())]
+
+
+@pytest.mark.slow
+async def test_an_exporter_that_never_read_modelmesh_is_named_in_the_scrape_sources_words_not_blamed_on_scraping(
+        start_prometheus: StartPrometheus, sources: list[PrometheusSource], caplog: pytest.LogCaptureFixture,
+        now: float) -> None:
+    """a-2's exporter never read ModelMesh while a-1's works; every pod of team-b's runtime so. Prometheus scrapes
+    all of them: it has their collectors' word. Was: a-2 an `unseen` problem and a line asking whether Prometheus
+    scrapes it, team-b's runtime named as a namespace Prometheus does not scrape; nothing said of ModelMesh."""
+    at = now - AGE_S
+    prom = await start_prometheus([
+        *exporter_series("team-a", "a-1", at, signals(rps=12.5, queue=0.02, misses=0.1, cache=0.5, models=2),
+                         gpus=[0.5], last_success=at),
+        *modelmesh_collector("a-1", at, 1.0),
+        *never_read("team-a", "a-2", at, connect=40),
+        *never_read(MLSERVER.namespace, "b-1", at, tls=40),
+        *never_read(MLSERVER.namespace, "b-2", at, tls=40),
+    ])
+    discovery = StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1", "a-2"],
+                                    (MLSERVER.namespace, MLSERVER.deployment): ["b-1", "b-2"]})
+    source = PrometheusSource(discovery, prom.url)
+    sources.append(source)
+    url = prom.url.rstrip("/")
+    with caplog.at_level(logging.INFO, logger=source_module.__name__):
+        await source.collect(now)
+        snapshots = await source.collect(now + UNSEEN_WARN_AFTER_S + 1)  # past every grace: all said by now
+
+    said = [record.getMessage() for record in caplog.records]
+    assert not [line for line in said if any(blame in line for blame in SCRAPING_BLAMED)], said
+    named = [line for line in said if "cannot read ModelMesh" in line]
+    assert sorted(pod for pod in ("team-a/a-2", "team-b/b-1", "team-b/b-2") for line in named if pod in line) == [
+        "team-a/a-2", "team-b/b-1", "team-b/b-2"], named  # each pod once
+    assert all(url in line and "--modelmesh-url" in line for line in named), named
+    assert not [line for line in named if "team-a/a-1" in line], named
+    for key, pods in ((TRITON, ["a-2"]), (MLSERVER, ["b-1", "b-2"])):
+        problems = source.problems(key)
+        assert [(problem.pod, problem.reason, problem.since) for problem in problems] == [
+            (pod, REASON_GARBAGE, now) for pod in pods], problems
+        assert all(problem.detail.startswith(f"Prometheus at {url}: {NEVER_SAID}, so it publishes no load signals")
+                   and "--modelmesh-ca-file" in problem.detail for problem in problems), problems
+    assert source.errors[REASON_GARBAGE] == 3, source.errors  # the three pods, at the refresh that said them
+    triton = next(snapshot for snapshot in snapshots if snapshot.key == TRITON)
+    assert [(pod.name, pod.requests_per_second) for pod in triton.pods] == [("a-1", 12.5), ("a-2", None)], triton
+
+
+async def test_a_fleet_none_of_whose_exporters_ever_read_modelmesh_is_not_a_prometheus_outage(
+        aiohttp_server: AiohttpServer, sources: list[PrometheusSource], caplog: pytest.LogCaptureFixture,
+        now: float) -> None:
+    """Both pods' exporters say their ModelMesh collector fails, and neither has a load series (the stand-in
+    answers the failing collectors' query only). Was: an outage, `empty`, asking whether Prometheus scrapes the
+    exporters. Now each pod is named: shown at once, said and counted once it is `max_staleness_s` old (a new pod's
+    exporter may not have read its ModelMesh yet: a rollout is no error), and said again when it reads."""
+    stub = await two_pods_answering(aiohttp_server, TRITON, now, sources)
+    source, answers, series = stub.source, stub.answers, stub.series
+    answers[source.queries[-1]] = [series("a-1", 0.0), series("a-2", 0.0)]
+    with caplog.at_level(logging.INFO, logger=source_module.__name__):
+        [first] = await source.collect(now)
+        shown_at_once, counted_at_once = source.problems(TRITON), source.errors[REASON_GARBAGE]
+        said_at_once = [record.getMessage() for record in caplog.records if "ModelMesh" in record.getMessage()]
+        await source.collect(now + STALE_S)
+        said = [record.getMessage() for record in caplog.records]
+        stub.answer(now + STALE_S + 10, 40.0)  # a-1's exporter reads ModelMesh (a-2's too: the stand-in has both)
+        answers[source.queries[-1]] = []
+        await source.collect(now + STALE_S + 15)
+
+    assert first.source_ok and source.last_error is None, source.last_error
+    assert [(problem.pod, problem.reason) for problem in shown_at_once] == [("a-1", "garbage"), ("a-2", "garbage")]
+    assert NEVER_SAID in shown_at_once[0].detail, shown_at_once[0].detail
+    assert said_at_once == [] and counted_at_once == 0, (said_at_once, counted_at_once)
+    assert not [line for line in said if any(blame in line for blame in SCRAPING_BLAMED)], said
+    named = [line for line in said if "cannot read ModelMesh" in line]
+    assert len(named) == 2 and "team-a/a-1" in named[0] and "team-a/a-2" in named[1], named  # each once
+    assert source.errors[REASON_GARBAGE] == 2, source.errors
+    assert source.problems(TRITON) == ()
+    back = [record.getMessage() for record in caplog.records if "read ModelMesh again" in record.getMessage()]
+    assert len(back) == 1 and "team-a/a-1" in back[0], back
