@@ -11,11 +11,14 @@ from __future__ import annotations
 import logging
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler import cli
 from autoscaler.api.app import build_api_app
 from autoscaler.kube.timestamps import rfc3339
+from autoscaler.model import RuntimeKey
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
@@ -26,11 +29,11 @@ from autoscaler.source_problems import REASON_GARBAGE
 from autoscaler.sources import prometheus as source_module
 from autoscaler.sources.base import SourceProblem
 from autoscaler.sources.prometheus import PrometheusSource
-from autoscaler.sources.prometheus_unseen import UNSEEN_WARN_AFTER_S
+from autoscaler.sources.prometheus_unseen import REASON_UNSEEN, UNSEEN_WARN_AFTER_S
 from exporter import names
 from tests.fakes.prometheus import Sample
 from tests.sources.conftest import StartPrometheus
-from tests.sources.prometheus_stub import two_pods, two_pods_answering
+from tests.sources.prometheus_stub import Answers, answering_prometheus, series_at, two_pods, two_pods_answering
 from tests.sources.static_discovery import StaticDiscovery
 from tests.sources.test_prometheus_garbled_debug import ClientFactory, source_problems
 from tests.sources.test_prometheus_source import AGE_S, MLSERVER, TRITON, exporter_series, signals
@@ -243,3 +246,58 @@ async def test_a_fleet_none_of_whose_exporters_ever_read_modelmesh_is_not_a_prom
     assert source.problems(TRITON) == ()
     back = [record.getMessage() for record in caplog.records if "read ModelMesh again" in record.getMessage()]
     assert len(back) == 1 and "team-a/a-1" in back[0], back
+
+
+PODS = {"a-1": TRITON, "a-2": TRITON, "b-1": MLSERVER, "b-2": MLSERVER}
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(states=st.lists(st.sampled_from(["reads", "never_read", "unscraped"]), min_size=4, max_size=4))
+async def test_only_pods_prometheus_has_nothing_of_are_blamed_on_its_scraping(
+        aiohttp_server: AiohttpServer, caplog: pytest.LogCaptureFixture, states: list[str], now: float) -> None:
+    """Two runtimes of two pods, each pod's exporter read by Prometheus and working, scraped but never having read
+    ModelMesh, or not scraped at all: each never-read pod is named, said and counted once, in the scrape source's
+    words, and is no missing pod nor makes its runtime unseen; a pod not scraped is `unseen` as before (its
+    runtime's, where no pod of it has series); the working pods' values are theirs."""
+    state = dict(zip(PODS, states, strict=True))
+    assume(any(said != "unscraped" for said in states))  # none at all: Prometheus's `empty` outage, as ever
+    answers: Answers = {}
+    discovery = StaticDiscovery.of({(key.namespace, key.deployment): [pod for pod in PODS if PODS[pod] == key]
+                                    for key in (TRITON, MLSERVER)})
+    source = PrometheusSource(discovery, await answering_prometheus(aiohttp_server, answers))
+    freshness, _gpu, rps, *_, failing = source.queries
+    later = now + UNSEEN_WARN_AFTER_S + 1  # past every grace
+
+    def series(pod: str, value: float) -> dict[str, object]:
+        return series_at(PODS[pod].namespace, now)(pod, value)
+
+    answers[rps] = [series(pod, 7.0) for pod in PODS if state[pod] == "reads"]
+    answers[failing] = [series(pod, 0.0) for pod in PODS if state[pod] == "never_read"]
+    caplog.clear()
+    try:
+        with caplog.at_level(logging.INFO, logger=source_module.__name__):
+            for stamp in (now, later - 5):
+                answers[freshness] = [series(pod, stamp) for pod in PODS if state[pod] == "reads"]
+                snapshots = await source.collect(stamp + 5)
+    finally:
+        await source.close()
+
+    expected: set[tuple[RuntimeKey, str | None, str]] = set()
+    for pod, key in PODS.items():
+        others_answered = any(state[other] != "unscraped" for other in PODS if PODS[other] == key)
+        if state[pod] == "never_read":
+            expected.add((key, pod, REASON_GARBAGE))
+        elif state[pod] == "unscraped":
+            expected.add((key, pod if others_answered else None, REASON_UNSEEN))
+    problems = [(key, problem) for key in (TRITON, MLSERVER) for problem in source.problems(key)]
+    assert {(key, problem.pod, problem.reason) for key, problem in problems} == expected, problems
+    assert all(NEVER_SAID in problem.detail for _, problem in problems if problem.reason == REASON_GARBAGE)
+    never_read = sorted(f"{PODS[pod].namespace}/{pod}" for pod in PODS if state[pod] == "never_read")
+    named = [record.getMessage() for record in caplog.records if "cannot read ModelMesh" in record.getMessage()]
+    assert sorted(pod for pod in never_read for line in named if f"{pod}:" in line) == never_read, named
+    blamed = [record.getMessage() for record in caplog.records
+              if any(blame in record.getMessage() for blame in SCRAPING_BLAMED)]
+    assert not [line for line in blamed if any(pod in line for pod in never_read)], blamed
+    assert source.errors[REASON_GARBAGE] == len(never_read), source.errors
+    read = {pod.name: pod.requests_per_second for snapshot in snapshots for pod in snapshot.pods}
+    assert read == {pod: 7.0 if state[pod] == "reads" else None for pod in PODS}, read
