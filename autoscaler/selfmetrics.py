@@ -29,6 +29,10 @@ from autoscaler.values_age import ValuesAge
 from exporter import build_info
 from exporter.names import BUILD_INFO_LABELS
 
+DELETION_COST_PATCH_RESULTS = ("ok", "not_found", "retried", "failed")
+BRIDGE_WRITES = ("servingruntime_replicas", "runtimescale_replicas", "runtimescale_status")
+BRIDGE_WRITE_RESULTS = ("ok", "retried", "failed")
+
 
 class AdapterMetrics:
     def __init__(self, per_runtime: bool = True) -> None:
@@ -187,6 +191,11 @@ class AdapterMetrics:
             "retried with backoff), failed (refused; tried again at the 5-minute refresh).",
             ["result"], registry=self.registry,
         )
+        # Every result from 0, as the holds below: ModelMeshDeletionCostPatchesFailing rates `failed`, and a series
+        # that first appears at 1 has no rate in Prometheus: the first refusals warned a 5-minute retry late, or
+        # never where they were one pass's.
+        for result in DELETION_COST_PATCH_RESULTS:
+            self.deletion_cost_patches.labels(result)
         self.deletion_cost_patch_errors = Counter(
             "modelmesh_autoscaler_deletion_cost_patch_errors_total",
             "Deletion-cost patches that failed or were retried, by the API server's HTTP status (`none`: no "
@@ -213,6 +222,9 @@ class AdapterMetrics:
             "retried with backoff), failed (refused; tried again at the next resync).",
             ["write", "result"], registry=self.registry,
         )
+        for write in BRIDGE_WRITES:  # from 0, for ModelMeshRuntimeScaleWritesFailing's rate of `failed`
+            for result in BRIDGE_WRITE_RESULTS:
+                self.bridge_writes.labels(write, result)
         self.bridge_set_backs = Counter(
             "modelmesh_autoscaler_bridge_set_backs_total",
             "ServingRuntimes' spec.replicas set back to their RuntimeScale's ask after something else set them (a "

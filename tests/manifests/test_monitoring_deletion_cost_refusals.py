@@ -10,6 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
+from autoscaler.api.app import build_api_app
+from autoscaler.selfmetrics import AdapterMetrics
+from tests.api.builders import refresher_with
 from tests.manifests.support import PROMETHEUS, load_yaml, promtool_test_rules
 
 LABELS = 'job="modelmesh-autoscaler", namespace="modelmesh-autoscaler", pod="a-0"'
@@ -22,6 +27,18 @@ def _refused_every_5_minutes(minutes: int) -> list[dict[str, str]]:
     failed = " ".join(str(4 * ((minute + 4) // 5)) for minute in range(minutes + 1))
     return [{"series": f'{PATCHES}{{{LABELS}, result="failed"}}', "values": failed},
             {"series": f'{PATCHES}{{{LABELS}, result="ok"}}', "values": f"0+9x{minutes}"}]
+
+
+async def _failed_at_start(aiohttp_client: Any) -> str:
+    """The failed count on a fresh adapter's /metrics as Prometheus's first scrape records it: `_` where there is
+    no such series yet (promtool's "no sample")."""
+    metrics = AdapterMetrics()
+    client = await aiohttp_client(build_api_app(refresher_with(metrics=metrics), metrics))
+    response = await client.get("/metrics")
+    assert response.status == 200
+    failed = [sample.value for family in text_string_to_metric_families(await response.text())
+              for sample in family.samples if sample.name == PATCHES and sample.labels.get("result") == "failed"]
+    return f"{failed[0]:g}" if failed else "_"
 
 
 def _annotations() -> dict[str, str]:
@@ -52,4 +69,22 @@ def test_written_deletion_cost_patches_fire_nothing(tmp_path: Path) -> None:
     tested = promtool_test_rules(tmp_path, [{"interval": "1m", "input_series": series,
                                              "alert_rule_test": [_alerts_at(40, [])]}],
                                  "deletion_cost_written_test.yaml")
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+async def test_the_first_refusals_of_a_fresh_adapter_warn_10_minutes_later(aiohttp_client: Any,
+                                                                           tmp_path: Path) -> None:
+    """The series as the real adapter exports them: from its start (minute 0, the first scrape), 4 pods refused at
+    minute 1 and again at each 5-minute retry. The alert says "refused for 10 minutes": it fires at minute 11.
+    Published only at the first refusal (at 4), the series' first increase was the retry's at minute 6, and the
+    warning came at minute 16; refusals of one pass alone (their pods deleted after) never warned."""
+    refused = " ".join(str(4 * ((minute + 4) // 5)) for minute in range(1, 41))
+    series = [{"series": f'{PATCHES}{{{LABELS}, result="failed"}}',
+               "values": f"{await _failed_at_start(aiohttp_client)} {refused}"}]
+    warning = [{"exp_labels": {"severity": "warning", "namespace": "modelmesh-autoscaler",
+                               "job": "modelmesh-autoscaler"}, "exp_annotations": _annotations()}]
+    tested = promtool_test_rules(tmp_path, [{
+        "interval": "1m", "input_series": series,
+        "alert_rule_test": [_alerts_at(10, []), _alerts_at(11, warning)]}],
+        "deletion_cost_first_refusals_test.yaml")
     assert tested.returncode == 0, tested.stdout + tested.stderr
