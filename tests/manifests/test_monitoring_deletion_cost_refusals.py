@@ -88,3 +88,16 @@ async def test_the_first_refusals_of_a_fresh_adapter_warn_10_minutes_later(aioht
         "alert_rule_test": [_alerts_at(10, []), _alerts_at(11, warning)]}],
         "deletion_cost_first_refusals_test.yaml")
     assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+def test_refusals_of_one_pass_that_the_retry_writes_do_not_warn(tmp_path: Path) -> None:
+    """4 pods refused at minute 1 (a webhook restarting), written at their 5-minute retry: the refusal did not
+    outlast a retry, and nobody has a Role to fix. Over a 15-minute window the one increase kept the rate above 0
+    for 15 minutes, and the alert "refused for 10 minutes" fired at minute 11 for a fault gone at minute 6."""
+    series = [{"series": f'{PATCHES}{{{LABELS}, result="failed"}}', "values": "0 4x40"},
+              {"series": f'{PATCHES}{{{LABELS}, result="ok"}}', "values": "0+9x40"}]
+    tested = promtool_test_rules(tmp_path, [{
+        "interval": "1m", "input_series": series,
+        "alert_rule_test": [_alerts_at(minute, []) for minute in (6, 11, 14, 20, 40)]}],
+        "deletion_cost_one_pass_test.yaml")
+    assert tested.returncode == 0, tested.stdout + tested.stderr
