@@ -188,7 +188,8 @@ def test_lowering_cache_full_ratio_as_advised_takes_cold_loads_down_at_more_pod_
     does asks for pods before the caches evict: fewer cold loads, more pod-hours. (Not a trace where skew-aware
     misses cold loads: there, under `target_lru_age_s: 120`, the caches never count as pressed.)"""
     now = RuntimePolicy().cache_full_ratio
-    first = Run(tmp_path, MANY, "--cache-models", "50", "--max-replicas", "16",
+    # both runs --advice off: what the setting does is skew-aware's own figures, not the advice's replays
+    first = Run(tmp_path, MANY, "--cache-models", "50", "--max-replicas", "16", "--advice", "off",
                 config=f"defaults:\n  cache_full_ratio: {now!r}\n")
     [lever] = [lever for lever in LEVERS if lever.setting == "cache_full_ratio"]
     tried = lever.step(now)
@@ -198,7 +199,8 @@ def test_lowering_cache_full_ratio_as_advised_takes_cold_loads_down_at_more_pod_
     (tmp_path / "tried.yaml").write_text(f"defaults:\n  cache_full_ratio: {tried!r}\n")
     after = first.follow(shlex.join(["modelmesh-autoscaler", "simulate", "--trace", "their.csv",
                                      "--out", "tried", "--no-plot", "--quiet", "--policies", "mean-hpa,skew-aware",
-                                     "--cache-models", "50", "--max-replicas", "16", "--config", "tried.yaml"]))
+                                     "--cache-models", "50", "--max-replicas", "16", "--advice", "off",
+                                     "--config", "tried.yaml"]))
     before, changed = first.report["policies"]["skew-aware"], after["policies"]["skew-aware"]
     assert changed["avoidable_cold_loads"] < before["avoidable_cold_loads"]
     assert changed["pod_hours"] > before["pod_hours"]
@@ -239,8 +241,9 @@ def test_advice_resting_on_dozens_of_scale_events_carries_no_thin_evidence_cavea
 def test_pasted_in_another_folder_the_command_finds_the_trace_and_files_given_relative(tmp_path: Path) -> None:
     """`--trace their.csv --config policy.yaml --hpa-behavior hpa.yaml`, typed in the trace's folder: the command
     printed named them so, and failed pasted anywhere else."""
-    first = Run(tmp_path, BUSY, "--hpa-behavior", "hpa.yaml", config="defaults:\n  queue_drain_s: 30\n",
-                relative=True)
+    # unmeasured: the commands are the same, their run (--advice off carried) the quicker
+    first = Run(tmp_path, BUSY, "--hpa-behavior", "hpa.yaml", "--advice", "off",
+                config="defaults:\n  queue_drain_s: 30\n", relative=True)
     command = next(s["command"] for e in first.report["advice"] for s in e["settings"] + e.get("not_moved", []))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -268,16 +271,23 @@ def test_the_policy_files_of_follow_up_commands_are_named_apart(runs: Callable[[
     assert len(files) > 2
 
 
-def test_a_value_tried_lower_stops_at_the_hpas_sync(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def unmeasured(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """BUSY under `queue_drain_s: 20` with `--advice off`: the settings each part would try, listed unmeasured."""
+    return Run(tmp_path_factory.mktemp("unmeasured"), BUSY, "--advice", "off",
+               config="defaults:\n  queue_drain_s: 20\n")
+
+
+def test_a_value_tried_lower_stops_at_the_hpas_sync(unmeasured: Run) -> None:
     """Each follow-up quartered scale_down_tau_s: 75 -> 18.75 -> 4.7 s, under the HPA's 15 s sync; queue_drain_s,
-    quartered the same, stops there too."""
-    first = Run(tmp_path, BUSY, config="defaults:\n  queue_drain_s: 20\n")
+    quartered the same, stops there too (the step tried is the one listed, measured or not)."""
+    first = unmeasured
     printed = first.stdout.split("What to change", 1)[1].split("\n\n", 1)[0]
     assert "lower queue_drain_s 20 -> 15" in printed and "queue_drain_s: 5\\n" not in printed
 
 
-def test_advice_off_lists_the_settings_unmeasured_without_replaying(tmp_path: Path) -> None:
-    first = Run(tmp_path, BUSY, "--advice", "off")
+def test_advice_off_lists_the_settings_unmeasured_without_replaying(unmeasured: Run) -> None:
+    first = unmeasured
     printed = first.stdout.split("What to change", 1)[1].split("\n\n", 1)[0]
     assert "not measured on this trace (--advice off)" in printed
     assert "lower scale_down_tau_s 300 -> 75 (costs delayed requests)" in printed
