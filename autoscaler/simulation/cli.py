@@ -56,6 +56,7 @@ from autoscaler.simulation.synthetic_size import (
     MAX_SYNTHETIC_HOURS,
     MAX_SYNTHETIC_MODELS,
     MAX_SYNTHETIC_RPS,
+    check_synthetic_size,
 )
 from exporter.env_flags import Switch
 from exporter.flag_values import count, positive, whole_number, whole_number_within
@@ -362,13 +363,6 @@ def _write(out: Path, report: dict[str, Any], plot: Callable[[Path], None] | Non
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Do the whole run and write the files; returns the report."""
-    # numpy and matplotlib come with the `simulate` extra; the adapter's own commands never import them.
-    from autoscaler.simulation.advice import HPA_WINDOW
-    from autoscaler.simulation.cluster import ClusterShape
-    from autoscaler.simulation.engine import oracle, simulate
-    from autoscaler.simulation.report import build_report, plot_timeline, timeline_title
-    from autoscaler.simulation.trace import buckets
-
     _synthetic_only(args)
     warnings: list[str] = []
 
@@ -389,6 +383,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
              f"at 90% of a copy's measured bandwidth and the simulator ignores it; add --queue-untimed to replay a "
              f"runtime not annotated perModelConcurrencyLimit, or leave --scaleup-rpm out")
     behavior, hpa_spec, bounds = _behavior(args.hpa_behavior)
+    if args.trace is None:  # as `synthetic` does, before numpy is imported: a refusal is said at once
+        check_synthetic_size(*(_synthetic(args, name) for name in ("models", "hours", "rps")))
+    # numpy and matplotlib come with the `simulate` extra; the adapter's own commands never import them. Imported
+    # once the flags and the files beside the trace are read: a refused policy, HPA file or size is said at once.
+    from autoscaler.simulation.advice import HPA_WINDOW
+    from autoscaler.simulation.cluster import ClusterShape
+    from autoscaler.simulation.engine import oracle, simulate
+    from autoscaler.simulation.report import build_report, plot_timeline, timeline_title
+    from autoscaler.simulation.trace import buckets
+
     trace, source = _load_trace(args, say)
     for note in trace.notes:
         warn(note)
