@@ -89,8 +89,8 @@ BUSY: Final = {"models": 500, "hours": 6.0, "mean_rps": 150.0}
 """Six hours of the mixed shape: skew-aware misses pod-hours (1.25x) and delays (0.27x; fixed-max 0.09x)."""
 DAY: Final = {"models": 100, "hours": 24.0, "mean_rps": 20.0}
 """A day with its quiet hours: skew-aware at minReplicas at night misses delays (0.33x), fixed-max within reach."""
-MANY: Final = {"models": 400, "hours": 4.0, "mean_rps": 100.0, "shape": "heavy-tailed"}
-"""Many quiet models on pods of 50: under `target_lru_age_s: 120` skew-aware misses cold loads (1.5x)."""
+MANY: Final = {"models": 400, "hours": 2.0, "mean_rps": 100.0, "shape": "heavy-tailed"}
+"""Many quiet models on pods of 50: under `target_lru_age_s: 120` skew-aware misses cold loads (1.56x)."""
 
 
 @pytest.fixture(scope="module")
