@@ -131,6 +131,15 @@ def _drop_inherited_multiprocess_directory() -> list[str]:
     return [name for name in INHERITED_MULTIPROCESS_VARIABLES if os.environ.pop(name, None) is not None]
 
 
+def _refuse_start(error: Exception, log_level: str) -> NoReturn:
+    """`serve` could not start: one line naming the fix, exit status 2; the traceback only for whoever asked for
+    DEBUG. Called while `error` is being handled, so that the traceback is its."""
+    import logging
+
+    logging.getLogger("autoscaler").error("cannot start: %s", error, exc_info=log_level == "DEBUG")
+    sys.exit(2)
+
+
 def run_command(argv: list[str] | None) -> None:
     import logging  # here, not at the top: inside main's Ctrl-C handling
 
@@ -157,16 +166,22 @@ def run_command(argv: list[str] | None) -> None:
             logging.getLogger("autoscaler").warning(
                 "%s is set: ignored (the adapter counts its own requests, in a private directory where several "
                 "--workers share them)", name)
-        from autoscaler.preflight import PreflightError
+        from autoscaler.preflight import PreflightError, check_startup
+        from exporter.stack_dumps import StackDumps
+
+        StackDumps("adapter").install()  # SIGQUIT: the stacks, also of a start that hangs (serve_* name the role)
+        try:
+            # Before any worker, bind or "serving" line, and before the serving side's libraries (aiohttp,
+            # cryptography, the server's modules: a third of a second) load: a mistake is refused without them.
+            check_startup(settings)
+        except (PreflightError, OSError, ValueError) as error:
+            _refuse_start(error, settings.log_level)
         from autoscaler.server import StartupError, serve
 
         try:
             serve(settings)
         except (StartupError, PreflightError, OSError, ValueError) as error:
-            # One line naming the fix; the traceback only for whoever asked for DEBUG.
-            logging.getLogger("autoscaler").error("cannot start: %s", error,
-                                                  exc_info=settings.log_level == "DEBUG")
-            sys.exit(2)
+            _refuse_start(error, settings.log_level)
     elif args.command == "demo":
         from autoscaler.demo.run import run_demo
 

@@ -282,13 +282,11 @@ async def build_app(settings: ServeSettings,
 
 def serve(settings: ServeSettings) -> None:
     """`--workers N` (default 1): the refresh here, serving in N processes (`autoscaler.workers`);
-    `--workers 0`: everything in this process."""
+    `--workers 0`: everything in this process. Called once `autoscaler.preflight.check_startup` passed (the CLI
+    runs it before importing this module and its libraries)."""
     from autoscaler.open_files import raise_open_file_limit
-    from autoscaler.preflight import check_startup, with_chosen_port
-    from exporter.stack_dumps import StackDumps
+    from autoscaler.preflight import with_chosen_port
 
-    StackDumps("adapter").install()  # SIGQUIT: the stacks, also of a start that hangs (serve_* name the role)
-    check_startup(settings)  # before any worker, bind or "serving" line
     settings = with_chosen_port(settings)
     raise_open_file_limit()  # before the workers, which inherit it
     if settings.workers < 0:

@@ -46,13 +46,15 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from autoscaler.kube.backoff import ServerThrottle
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.plugin_waits import noting_plugin_waits
-from autoscaler.kube.raw import JSON
 from autoscaler.kube.timestamps import micro_time
+
+if TYPE_CHECKING:  # the raw client imports aiohttp: `serve`'s start-up checks use LeaseConfig without it
+    from autoscaler.kube.raw import JSON
 
 log = logging.getLogger(__name__)
 
