@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import argparse
-    from typing import NoReturn
+    from collections.abc import Sequence
+    from typing import Any, NoReturn
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -19,35 +20,40 @@ INHERITED_MULTIPROCESS_VARIABLES = ("PROMETHEUS_MULTIPROC_DIR", "prometheus_mult
 it is imported; `autoscaler.api.selfmetrics_split.MULTIPROCESS_DIRECTORY` is the one the adapter sets itself."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = ("serve", "demo", "simulate")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with `only`, the flags of that command alone (the others still listed, by name
+    and help): a run parses one command's flags, and building the others' imported their modules (the
+    simulator's, for every `serve`) at each start."""
     import argparse
 
-    from autoscaler.demo.arguments import add_demo_arguments
-    from autoscaler.settings import SERVE_DESCRIPTION, add_serve_arguments
-    from exporter import build_info
     from exporter.flag_values import SECONDS_FORMS
 
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Skew-aware external metrics for scaling KServe ModelMesh runtimes with the Kubernetes HPA.",
     )
-    parser.add_argument("--version", action="version", version=build_info.version_line("%(prog)s"))
+    parser.add_argument("--version", action=_version_action_class())
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      parser_class=_command_parser_class())
-    serve = commands.add_parser(
-        "serve", help="run the external.metrics.k8s.io API server",
-        description=SERVE_DESCRIPTION,
-    )
-    add_serve_arguments(serve)
+    serve = commands.add_parser("serve", help="run the external.metrics.k8s.io API server")
+    if only in (None, "serve"):
+        from autoscaler.settings import SERVE_DESCRIPTION, add_serve_arguments
+
+        serve.description = SERVE_DESCRIPTION
+        add_serve_arguments(serve)
     demo = commands.add_parser(
         "demo", help="run the whole data path on this machine: fake ModelMesh pods, exporters, the adapter",
         description="Start fake ModelMesh pods with uneven, changing load, one real exporter per pod and "
                     "the adapter, and print what the adapter serves every few seconds. No cluster needed. "
                     f"SECONDS is {SECONDS_FORMS}.",
     )
-    add_demo_arguments(demo)
-    from autoscaler.simulation.cli import add_simulate_arguments
+    if only in (None, "demo"):
+        from autoscaler.demo.arguments import add_demo_arguments
 
+        add_demo_arguments(demo)
     simulate = commands.add_parser(
         "simulate", help="replay a request trace through the decision code and an HPA; compare policies",
         description="Replay a per-model request trace (or a synthetic one) on a simulated ModelMesh runtime "
@@ -55,8 +61,34 @@ def build_parser() -> argparse.ArgumentParser:
                     "utilization, and the skew-aware adapter; write report.json, report.md and timeline.png. "
                     f"SECONDS is {SECONDS_FORMS}; a switch's off form (--plot for --no-plot) turns it off.",
     )
-    add_simulate_arguments(simulate)
+    if only in (None, "simulate"):
+        from autoscaler.simulation.cli import add_simulate_arguments
+
+        add_simulate_arguments(simulate)
     return parser
+
+
+def _command_named(argv: list[str]) -> str | None:
+    """The command a command line runs: its first word that is not a flag (the top level's flags, --version and
+    --help, take no value), or None where that is no command (argparse then says so, from the whole parser)."""
+    word = next((arg for arg in argv if not arg.startswith("-")), None)
+    return word if word in COMMANDS else None
+
+
+def _version_action_class() -> type[argparse.Action]:
+    """`--version`, its line made only when asked: reading the version (importlib.metadata, git's files) took
+    25 ms of every start."""
+    import argparse
+
+    class Version(argparse._VersionAction):
+        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                     values: str | Sequence[Any] | None, option_string: str | None = None) -> None:
+            from exporter import build_info
+
+            self.version = build_info.version_line("%(prog)s")
+            super().__call__(parser, namespace, values, option_string)
+
+    return Version
 
 
 def _command_parser_class() -> type[argparse.ArgumentParser]:
@@ -143,7 +175,7 @@ def _refuse_start(error: Exception, log_level: str) -> NoReturn:
 def run_command(argv: list[str] | None) -> None:
     import logging  # here, not at the top: inside main's Ctrl-C handling
 
-    parser = build_parser()
+    parser = build_parser(only=_command_named(sys.argv[1:] if argv is None else argv))
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # reported by the command, with its usage: `parse_args` would print the top level's
         command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
