@@ -1,7 +1,13 @@
 """Start-up mistakes of `modelmesh-autoscaler serve`, as a new user makes them: each is one "cannot start: ..."
 line naming the fix, exit status 2, no traceback (unless `--log-level DEBUG`), and nothing served or said to be
-served first. Every case runs in both serving modes: the default (a refresh process and serving workers) and
-`--workers 0`.
+served first.
+
+Each mistake here is refused by argparse or by `autoscaler.preflight.check_startup`, which `autoscaler.cli` runs
+before it imports `autoscaler.server`, whose `serve` is the first code that tells the serving modes apart (the
+default: a refresh process and serving workers; `--workers 0`); nothing before it reads `--workers` but
+`unused_settings` (for `--refresh-nice` alone). So a case runs in the default mode, as a user starts it. The
+first check a new user meets (no Kubernetes connection settings) and the last (the port) run in both modes:
+`check_startup` moved behind the modes' split fails one of them.
 """
 
 from __future__ import annotations
@@ -60,40 +66,35 @@ def test_serve_with_no_kubeconfig_names_kubeconfig_and_the_local_demo(tmp_path: 
     assert "pass --kubeconfig FILE or run in a cluster" in line and "--insecure-dev --targets FILE" in line
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_serve_with_targets_but_no_kubeconfig_says_authentication_needs_kubernetes(
-        tmp_path: Path, mode: list[str]) -> None:
-    line = one_line(serve(tmp_path, ["--targets", targets(tmp_path), *mode]))
+        tmp_path: Path) -> None:
+    line = one_line(serve(tmp_path, ["--targets", targets(tmp_path)]))
     assert "cannot start:" in line
     assert "authentication and authorization need the Kubernetes API" in line and "--insecure-dev" in line
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_insecure_dev_without_targets_still_needs_kubernetes_and_says_so(tmp_path: Path, mode: list[str]) -> None:
-    line = one_line(serve(tmp_path, ["--insecure-dev", *mode]))
+def test_insecure_dev_without_targets_still_needs_kubernetes_and_says_so(tmp_path: Path) -> None:
+    line = one_line(serve(tmp_path, ["--insecure-dev"]))
     assert "cannot start:" in line
     assert "--insecure-dev still discovers runtime pods in Kubernetes" in line and "--targets FILE" in line
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_a_kubeconfig_that_is_not_there_is_named(tmp_path: Path, mode: list[str]) -> None:
-    line = one_line(serve(tmp_path, ["--kubeconfig", str(tmp_path / "nowhere.yaml"), *mode]))
+def test_a_kubeconfig_that_is_not_there_is_named(tmp_path: Path) -> None:
+    line = one_line(serve(tmp_path, ["--kubeconfig", str(tmp_path / "nowhere.yaml")]))
     assert "cannot start:" in line and str(tmp_path / "nowhere.yaml") in line
     assert "fix or replace the file given with --kubeconfig" in line
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_a_broken_kubeconfig_is_named_even_where_only_deletion_costs_would_use_it(
-        tmp_path: Path, mode: list[str]) -> None:
+        tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig.yaml"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
     line = one_line(serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), "--kubeconfig",
-                                     str(kubeconfig), *mode]))
+                                     str(kubeconfig)]))
     assert f"cannot start: cannot load Kubernetes connection settings from {kubeconfig}" in line
     assert "fix or replace the file given with --kubeconfig" in line
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(("case", "says"), [
     ("missing", "cannot read config file: No such file or directory"),
     ("not-yaml", "not valid YAML"),
@@ -101,12 +102,11 @@ def test_a_broken_kubeconfig_is_named_even_where_only_deletion_costs_would_use_i
     ("wrong-type", "defaults: target_gpu_busy must be a number, got 'high'"),
 ])
 def test_a_policy_file_with_a_mistake_is_one_line_naming_the_file_and_the_fix(
-        tmp_path: Path, mode: list[str], case: str, says: str) -> None:
+        tmp_path: Path, case: str, says: str) -> None:
     policy = tmp_path / f"{case}.yaml"
     if (content := POLICY_FILES[case]) is not None:
         policy.write_text(content)
-    line = one_line(serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), "--config", str(policy),
-                                     *mode]))
+    line = one_line(serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), "--config", str(policy)]))
     assert f"cannot start: --config {policy}:" in line and says in line
     assert "fix the file (docs/configuration.md, Policy) or leave --config out" in line
 
@@ -123,55 +123,50 @@ def test_a_port_in_use_is_one_line_before_anything_starts(tmp_path: Path, mode: 
     assert "choose another port with --listen" in line
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_the_traceback_is_shown_only_at_debug_level(tmp_path: Path, mode: list[str]) -> None:
+def test_the_traceback_is_shown_only_at_debug_level(tmp_path: Path) -> None:
     result = serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), "--config",
-                              str(tmp_path / "missing.yaml"), "--log-level", "DEBUG", *mode])
+                              str(tmp_path / "missing.yaml"), "--log-level", "DEBUG"])
     assert result.returncode == 2
     assert "cannot start: --config" in result.stderr
     assert "Traceback" in result.stderr and "FileNotFoundError" in result.stderr
     assert "serving external.metrics" not in result.stderr
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_a_scrape_concurrency_of_zero_is_refused_before_anything_starts(tmp_path: Path, mode: list[str]) -> None:
-    result = serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), "--scrape-concurrency", "0", *mode])
+def test_a_scrape_concurrency_of_zero_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    result = serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), "--scrape-concurrency", "0"])
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert "--scrape-concurrency" in lines[-1] and "must be at least 1" in lines[-1], result.stderr
     assert "Traceback" not in result.stderr and "serving" not in result.stderr
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(("args", "says"), [
     (["--source", "prometheus"], "--source prometheus needs --prometheus-url"),
     (["--gpu-source", "dcgm"], "--gpu-source dcgm reads DCGM_FI_DEV_GPU_UTIL from Prometheus"),
     (["--tls-cert-file", "/tls/tls.crt"], "--tls-cert-file and --tls-private-key-file go together"),
 ])
 def test_contradictory_flags_are_refused_before_anything_is_served(
-        tmp_path: Path, mode: list[str], args: list[str], says: str) -> None:
-    line = one_line(serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), *args, *mode]))
+        tmp_path: Path, args: list[str], says: str) -> None:
+    line = one_line(serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), *args]))
     assert f"cannot start: {says}" in line
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("paths", ["/healthz,/livez,/read*yz", "/apis/*/v1beta1"])
 def test_an_open_path_with_a_star_before_its_end_is_refused_naming_the_flag(
-        tmp_path: Path, mode: list[str], paths: str) -> None:
+        tmp_path: Path, paths: str) -> None:
     """k8s.io/apiserver refuses it (only a trailing `*` matches a prefix); accepted, it matched nothing, and a
     probe of `/readyz` got 401 with nothing said."""
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "https://127.0.0.1:1")
     line = one_line(serve(tmp_path, ["--kubeconfig", str(kubeconfig), "--targets", targets(tmp_path),
-                                     "--authorization-always-allow-paths", paths, *mode]))
+                                     "--authorization-always-allow-paths", paths]))
     bad = paths.rpartition(",")[2]
     assert (f'cannot start: --authorization-always-allow-paths: only a trailing * is allowed (it matches a '
             f'prefix), not "{bad}"') in line, line
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("broken", ["cert-missing", "key-missing", "cert-not-pem", "key-of-another-cert"])
 def test_a_tls_certificate_that_cannot_be_loaded_names_its_flag_and_file(
-        tmp_path: Path, mode: list[str], broken: str) -> None:
+        tmp_path: Path, broken: str) -> None:
     import trustme
 
     from tests.support.certificates import issue_cert
@@ -188,7 +183,7 @@ def test_a_tls_certificate_that_cannot_be_loaded_names_its_flag_and_file(
     elif broken == "cert-not-pem":
         cert.write_text("not a certificate\n")
     line = one_line(serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), "--tls-cert-file", str(cert),
-                                     "--tls-private-key-file", str(key), *mode]))
+                                     "--tls-private-key-file", str(key)]))
     assert "cannot start: " in line
     if broken == "cert-missing":
         assert f"--tls-cert-file {cert}: cannot read it: No such file or directory" in line
