@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
+from typing import Final
 
+PROPOSAL_LIMIT: Final = 1_000_000
+"""No proposal exceeds this many pods, so absurd (but finite) inputs cannot overflow an integer quantity. Here,
+not beside the arithmetic it bounds (`autoscaler.policies.recommendation`): the policy's own limits on
+min/max_replicas name it, and `serve`'s flags are built without loading the recommendation's modules."""
 
 @dataclass(frozen=True, slots=True)
 class RuntimePolicy:

@@ -12,8 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Final, NamedTuple
 
-from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.recommendation import PROPOSAL_LIMIT
+from autoscaler.policies.policy import PROPOSAL_LIMIT, RuntimePolicy
 from exporter.recency_horizon_range import MODEL_RECENCY_HORIZON_RANGE_S
 from exporter.signal_ceilings import CEILINGS
 

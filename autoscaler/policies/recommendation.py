@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from autoscaler.policies.aggregation import Aggregate
+from autoscaler.policies.policy import PROPOSAL_LIMIT as PROPOSAL_LIMIT
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.recency_horizon import short_horizon_cause
 from autoscaler.policies.signals import SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_REQUESTS, SignalStats
@@ -79,9 +80,6 @@ SIGNAL_OF: Final = {GPU: SIGNAL_GPU, REQUESTS: SIGNAL_REQUESTS, QUEUE: SIGNAL_QU
 
 NO_CAPACITY_SETTING: Final = "target_rps_per_pod"
 """The setting that gives a runtime without GPUs a capacity signal."""
-
-PROPOSAL_LIMIT: Final = 1_000_000
-"""No proposal exceeds this many pods, so absurd (but finite) inputs cannot overflow an integer quantity."""
 
 _FUZZ: Final = 1e-9
 
