@@ -168,8 +168,10 @@ def test_simulate_refuses_a_cluster_duration_past_its_bound(flag: str, value: st
 @pytest.mark.parametrize("flags", [
     ["--tick", "600", "--startup-delay", "3600", "--load-time", "3600", "--min-churn-age", "86400",
      "--slo-queue-ms", "600000", "--pod-rps", "100000", "--cache-models", "1000000"],
+    # fixed runs the peak's need whatever --max-replicas says: at 0.001 req/s a pod, TINY's 2 req/s made it 2,084
+    # pods for 1,800 ticks (7 CPU-s); a twentieth of a request a second (4 requests) makes it 63.
     ["--tick", "0.1", "--startup-delay", "0.1", "--load-time", "0.1", "--min-churn-age", "0",
-     "--slo-queue-ms", "1", "--pod-rps", "0.001", "--cache-models", "1", "--max-replicas", "3"],
+     "--slo-queue-ms", "1", "--pod-rps", "0.001", "--cache-models", "1", "--max-replicas", "3", "--rps", "0.05"],
 ], ids=["highest", "lowest"])
 def test_simulate_runs_with_its_cluster_flags_at_their_bounds(flags: list[str], tmp_path: Path) -> None:
     done = command("simulate", *TINY, "--out", str(tmp_path / "out"), *flags, cwd=tmp_path)
@@ -274,10 +276,12 @@ def test_simulate_never_advises_a_min_replicas_above_the_policy_files_max_replic
     from autoscaler.policies.config_file import load_policy_book
     from autoscaler.simulation.trace import synthetic, write_csv
 
-    write_csv(synthetic(models=200, hours=24.0, mean_rps=40.0), tmp_path / "day.csv")  # quiet nights: delays missed
+    # its first 6 hours, the daily cycle's night: quiet, delays missed
+    write_csv(synthetic(models=200, hours=6.0, mean_rps=40.0), tmp_path / "day.csv")
     (tmp_path / "policy.yaml").write_text("defaults:\n  min_replicas: 3\n  max_replicas: 4\n")
     done = command("simulate", "--trace", str(tmp_path / "day.csv"), "--out", str(tmp_path / "out"), "--no-plot",
-                   "--quiet", "--advice", "off", "--config", str(tmp_path / "policy.yaml"), cwd=tmp_path)
+                   "--quiet", "--advice", "off", "--config", str(tmp_path / "policy.yaml"), "--max-replicas", "10",
+                   cwd=tmp_path)  # (a day's peak sized 10: doubled, the floor went past the policy's 4 to 6)
     assert done.returncode == 0, done.stderr
     advice = done.stdout.split("What to change", 1)[1].split("\n\n", 1)[0]
     assert "raise min_replicas 3 -> 4" in advice, advice
