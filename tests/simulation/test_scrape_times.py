@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.simulation.trace import TraceError, read_csv
+from tests.simulation.reading_runs import ONE_POLICY
 from tests.simulation.runs import FAILED, ROUND, report, rounded, simulate, write_trace
 
 EPOCH = 1764547200  # 2025-12-01T00:00:00Z
@@ -285,7 +286,7 @@ def test_one_model_polled_every_10s_with_a_few_other_requests_reads_at_one_secon
     as "the models' rows are spread over the step, each at its own offset in it", naming an extra request."""
     rows, extras = poller_with_extras(seed=3)
     assert len(extras) == 6
-    result = simulate(tmp_path, write_trace(tmp_path, rows))
+    result = simulate(tmp_path, write_trace(tmp_path, rows), *ONE_POLICY)
     assert result.returncode == 0, result.stderr
     assert report(tmp_path)["trace"]["interval_s"] == 1
 
@@ -295,7 +296,7 @@ def test_clients_every_7s_and_13s_read_at_one_second(tmp_path: Path) -> None:
     one scrape offset, so the log reads at 1 s (it was refused as targets each at its own offset)."""
     rows = "".join(f"{t},{m},1\n" for t, m in sorted([(EPOCH + 7 * i, "a") for i in range(1500)]
                                                     + [(EPOCH + 4 + 13 * i, "b") for i in range(800)]))
-    result = simulate(tmp_path, write_trace(tmp_path, rows))
+    result = simulate(tmp_path, write_trace(tmp_path, rows), *ONE_POLICY)
     assert result.returncode == 0, result.stderr
     assert report(tmp_path)["trace"]["interval_s"] == 1
 
@@ -317,7 +318,7 @@ def test_a_few_timers_at_whole_minutes_read_at_the_minute(tmp_path: Path, every_
     """A few timers or cron jobs at their own whole minutes cannot fill 90% of their step's minutes
     (`FILLED`), and were refused as targets at their own offsets ("round every timestamp to the 300 s step"):
     a scraper's offsets are at any millisecond of the step, never all on whole minutes."""
-    result = simulate(tmp_path, write_trace(tmp_path, timers(every_at, 24 * 60)))
+    result = simulate(tmp_path, write_trace(tmp_path, timers(every_at, 24 * 60)), *ONE_POLICY)
     assert result.returncode == 0, result.stderr
     assert report(tmp_path)["trace"]["interval_s"] == 60
 
@@ -335,6 +336,6 @@ def test_clients_at_their_own_seconds_are_told_both_readings_and_the_1s_row_of_0
     asked = re.search(r"if the trace's step is 1 s \(each model requested at its own times\), add a row of 0 "
                       r"requests for model '(\w+)' at (\d+) to state it", line)
     assert asked and int(asked[2]) == EPOCH + 1, line
-    result = simulate(tmp_path, write_trace(tmp_path, f"{asked[2]},{asked[1]},0\n" + rows))
+    result = simulate(tmp_path, write_trace(tmp_path, f"{asked[2]},{asked[1]},0\n" + rows), *ONE_POLICY)
     assert result.returncode == 0, result.stderr
     assert report(tmp_path)["trace"]["interval_s"] == 1
