@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
@@ -18,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscaler.simulation.trace_file import TraceError, columns
-from tests.simulation.runs import FAILED, SIMULATE, report, simulate
+from tests.simulation.replays import replay_once
+from tests.simulation.runs import FAILED, SIMULATE, simulate
 
 GRAFANA_TABLE = ('"Time","model","Value"\n'
                  + "".join(f'"2024-01-01 10:{minute:02d}:00","{model}",{3 + minute}\n'
@@ -54,9 +54,7 @@ def assert_renamed_replays(tmp_path: Path, text: str, said: str, requests: int) 
     """The trace renamed as the error told replays, every one of its `requests`."""
     fixed = tmp_path / "fixed.csv"
     fixed.write_text(renamed(text, said))
-    result = simulate(tmp_path, fixed, "--policies", "fixed")
-    assert result.returncode == 0, result.stderr
-    assert report(tmp_path)["policies"]["fixed"]["requests"] == requests
+    assert replay_once(fixed)["policies"]["fixed"]["requests"] == requests
 
 
 def test_grafanas_table_export_is_told_the_two_renames_that_make_it_replay(tmp_path: Path) -> None:
@@ -121,9 +119,7 @@ def test_a_count_column_of_another_name_is_named_not_sent_to_request_log(tmp_pat
     assert "if it is a rate per second instead, multiply it by the interval's length in seconds" in said, said
     fixed = tmp_path / "fixed.csv"
     fixed.write_text(renamed(text, said))
-    result = simulate(tmp_path, fixed, "--policies", "fixed")
-    assert result.returncode == 0, result.stderr
-    assert report(tmp_path)["policies"]["fixed"]["requests"] == sum(2 * (2 + minute) for minute in range(30))
+    assert replay_once(fixed)["policies"]["fixed"]["requests"] == sum(2 * (2 + minute) for minute in range(30))
 
 
 def test_several_numeric_columns_are_named_and_text_ones_are_not(tmp_path: Path) -> None:
@@ -159,10 +155,7 @@ def test_the_request_log_line_told_runs_as_pasted(tmp_path: Path, file: str, tim
     ran = subprocess.run(["bash", "-c", f"cat {shlex.quote(file)} | {line[0]}" if piped else line[0]],
                          cwd=tmp_path, env={**os.environ, "PATH": path}, capture_output=True, text=True, timeout=60)
     assert ran.returncode == 0, (line[0], ran.stderr)
-    result = subprocess.run([*SIMULATE, "--trace", "trace.csv", "--out", "out", "--no-plot", "--quiet",
-                             "--policies", "fixed"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert json.loads((tmp_path / "out" / "report.json").read_text())["trace"]["requests"] == rows
+    assert replay_once(tmp_path / "trace.csv")["trace"]["requests"] == rows
 
 
 CELLS = st.sampled_from(["3", "0.5", "1e3", "/x", "ok", ""])
@@ -209,10 +202,7 @@ def pasted(tmp_path: Path, said: str, piped: str | None = None) -> subprocess.Co
 
 def replayed(tmp_path: Path, trace: str) -> int:
     """The requests `simulate` replays from tmp_path/trace."""
-    result = subprocess.run([*SIMULATE, "--trace", trace, "--out", "out", "--no-plot", "--quiet", "--policies",
-                             "fixed"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    return int(json.loads((tmp_path / "out" / "report.json").read_text())["trace"]["requests"])
+    return int(replay_once(tmp_path / trace)["trace"]["requests"])
 
 
 def test_a_count_column_whose_first_cell_is_empty_is_still_told_as_a_count(tmp_path: Path) -> None:
