@@ -251,9 +251,12 @@ class Server:
 
 
 def compare(servers: list[Server], scrapes: int, fresh: bool, block: int = 100) -> None:
+    """`scrapes` of each server in alternating blocks, after a warm-up. A run of fewer than a block (a quick run)
+    is one block of that many, warmed up with as many: `--scrapes 2` scraped each server 150 times a pattern."""
+    block = max(1, min(block, scrapes))
     for server in servers:
         server.reset()
-        server.block(50, fresh)  # warm-up
+        server.block(min(50, block), fresh)  # warm-up
         server.reset()
     for _ in range(max(1, scrapes // block)):
         for server in servers:

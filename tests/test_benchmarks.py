@@ -71,6 +71,8 @@ def test_a_normal_run_does_not_say_it_was_stopped() -> None:
         capture_output=True, text=True, timeout=300, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert "== background sampling" in result.stdout, "the run went past its servers"
+    # --scrapes is per server and connection pattern: 2 asked ran blocks of 100 (and 50 more to warm up) each
+    assert result.stdout.count(", 2 scrapes each:") == 2, result.stdout
     assert "stopped by SIGTERM" not in result.stderr, result.stderr[-3000:]
 
 
