@@ -202,6 +202,13 @@ class AdapterMetrics:
             "answer): tells a missing Role (403) from a webhook or policy (400, 422, 500) or throttling (429).",
             ["code"], registry=self.registry,
         )
+        self.deletion_cost_passes = Counter(
+            "modelmesh_autoscaler_deletion_cost_passes_total",
+            "Passes of the deletion-cost writer that planned against a refresh's rankings (the leader only; one a "
+            "refresh, more while retries fall due), whether or not a cost was due: the PATCH counters stand still "
+            "while no cost changes, this one moves while the leader's writer is alive.",
+            registry=self.registry,
+        )
         self.scale_down_holds = Counter(
             "modelmesh_autoscaler_scale_down_holds_total",
             "Refreshes at which a runtime's modelmesh_desired_replicas was held from falling until its pods carry "

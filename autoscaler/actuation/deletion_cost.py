@@ -151,6 +151,7 @@ class DeletionCostWriter:
         self._rand = rand
         self._latest: Mapping[RuntimeKey, RuntimeView] | None = None
         self._generation = 0
+        self._generation_passed = 0  # the newest views a finished pass planned against (`offers_passed`)
         self._wake = asyncio.Event()
         self.records: dict[PodId, PodRecord] = {}
         self._scale_downs: dict[RuntimeKey, tuple[int, int]] = {}
@@ -179,6 +180,24 @@ class DeletionCostWriter:
         self._latest = views
         self._generation += 1
         self._wake.set()
+
+    @property
+    def offers(self) -> int:
+        """How many times views were offered (`offer`: once a refresh)."""
+        return self._generation
+
+    @property
+    def offers_passed(self) -> int:
+        """The newest offer (counted as `offers` counts) that a finished pass planned against, its PATCHes sent
+        and their answers taken in: equal to `offers` once the pass the last refresh woke is over (a pass cut
+        off by newer views finishes an older offer). What a caller that acts after the writer's writes (a test
+        playing another tool's answer to them) waits for."""
+        return self._generation_passed
+
+    @property
+    def patches_in_flight(self) -> int:
+        """PATCHes sent whose answer the writer has not taken in yet."""
+        return len(self._in_flight)
 
     def misordered(self, key: RuntimeKey, view: RuntimeView, removing: int,
                    handed: RuntimeView | None) -> CostsPending | None:
@@ -411,7 +430,16 @@ class DeletionCostWriter:
                 log.exception("deletion-cost pass failed; trying again at the next refresh")
 
     async def sync(self) -> int:
-        """Plan against the newest views and write what is due now; returns the number of patches sent."""
+        """Plan against the newest views and write what is due now; returns the number of patches sent. Counted
+        in `offers_passed` however it ends, and in `modelmesh_autoscaler_deletion_cost_passes_total` where it
+        planned (leading) and finished without a bug."""
+        planned = self._generation  # the views this pass plans against, read as it starts
+        try:
+            return await self._pass()
+        finally:
+            self._generation_passed = max(self._generation_passed, planned)
+
+    async def _pass(self) -> int:
         views = self._latest
         if views is None:
             return 0
@@ -436,6 +464,7 @@ class DeletionCostWriter:
         for patch in patches[sent:]:
             if patch.priority == 0:  # cut off by the batch or by newer views: still urgent next pass
                 self._scale_downs.pop(patch.runtime, None)
+        self._metrics.deletion_cost_passes.inc()
         return sent
 
     def _plan(self, views: Mapping[RuntimeKey, RuntimeView], now: float,
