@@ -102,30 +102,13 @@ def add_pods(kube: FakeKubeApi, names: Iterable[str], namespace: str = KEY.names
         kube.add_pod(namespace, name, labels={"modelmesh-service": "modelmesh-serving", "name": KEY.deployment})
 
 
-class WriterPasses:
-    """Counts the passes `writer` has finished, by the views each planned: a test that acts on what the writer
-    did after a refresh (a tool putting its value back after each PATCH) waits for the pass that refresh woke. A
-    fixed sleep let a loaded machine's pass, its PATCHes sent late, be answered a refresh late (CI: served 2 with
-    the busiest pod at -1000). Wraps the writer's `sync`, which its `run` loop calls for every pass."""
-
-    def __init__(self, writer: DeletionCostWriter) -> None:
-        self._writer = writer
-        self._finished = writer._generation  # the views of the last pass finished: none offered yet
-        sync = writer.sync
-
-        async def counted() -> int:
-            planned = writer._generation  # the views `sync` plans against, read as it starts
-            try:
-                return await sync()
-            finally:
-                self._finished = max(self._finished, planned)
-
-        writer.sync = counted  # type: ignore[method-assign]
-
-    def caught_up(self) -> bool:
-        """Whether a pass planning against the newest views offered (the last refresh's) has finished: its
-        PATCHes sent and their answers taken in. A pass cut off by newer views does not count."""
-        return self._finished >= self._writer._generation
+def caught_up(writer: DeletionCostWriter) -> bool:
+    """Whether the pass that planned against the newest views offered (the last refresh's) has finished: its
+    PATCHes sent and their answers taken in (`DeletionCostWriter.offers_passed`). A test that acts on what the
+    writer did after a refresh (a tool putting its value back after each PATCH) waits for it: a fixed sleep let a
+    loaded machine's pass, its PATCHes sent late, be answered a refresh late (CI: served 2 with the busiest pod
+    at -1000)."""
+    return writer.offers_passed >= writer.offers
 
 
 def refresher_writing_costs(source: MetricSource, policy: RuntimePolicy, kube_client: KubeClient,

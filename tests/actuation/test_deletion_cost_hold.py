@@ -32,7 +32,7 @@ from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import SourceDefaults
-from tests.actuation.conftest import KEY, SteppedClock, WriterPasses, add_pods
+from tests.actuation.conftest import KEY, SteppedClock, add_pods, caught_up
 from tests.fakes.kube import FakeKubeApi
 from tests.support.quantities import quantity_value
 
@@ -78,7 +78,6 @@ class Cluster:
                  clock: SteppedClock, writer: DeletionCostWriter | None = None) -> None:
         self.kube, self.api, self.refresher, self.source, self.clock = kube, api, refresher, source, clock
         self.writer = writer
-        self.passes = None if writer is None else WriterPasses(writer)
 
     async def refresh(self, after_s: float = 15.0) -> None:
         """Step the clock by `after_s` and refresh, once the writer has taken in the answer to every PATCH it sent
@@ -94,9 +93,9 @@ class Cluster:
     async def written(self) -> None:
         """Wait for the writer's pass that the last refresh woke to have finished (planned, its PATCHes sent and
         answered): what a test plays after the writer's writes (another tool's answer) comes after them."""
-        passes = self.passes
-        assert passes is not None, "a Cluster made with its writer"
-        await self.until(passes.caught_up, "finished the pass the last refresh woke")
+        writer = self.writer
+        assert writer is not None, "a Cluster made with its writer"
+        await self.until(lambda: caught_up(writer), "finished the pass the last refresh woke")
 
     async def served(self) -> float:
         """What the HPA reads: the value of the API's answer, in replicas."""
@@ -154,7 +153,7 @@ class Cluster:
         """Whether the writer has taken in the answer to every PATCH it sent (none in flight): a refusal taken in
         after the clock steps past its time counts its backoff from the step."""
         assert self.writer is not None, "a Cluster made with its writer"
-        return not self.writer._in_flight
+        return self.writer.patches_in_flight == 0
 
 
 async def holds_counted(api: TestClient[Any, Any]) -> dict[str, float]:

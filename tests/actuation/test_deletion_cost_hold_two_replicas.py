@@ -27,7 +27,7 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.kube_pods import KubePodDiscovery
-from tests.actuation.conftest import KEY, SteppedClock, WriterPasses
+from tests.actuation.conftest import KEY, SteppedClock, caught_up
 from tests.actuation.test_deletion_cost_hold import AFTER, PODS, POLICY, LoadSource, holds_counted
 from tests.actuation.test_deletion_cost_recreated_pod import watching
 from tests.fakes.kube import FakeKubeApi
@@ -38,14 +38,13 @@ T0 = 1_700_000_000.0
 
 @dataclass
 class Replica:
-    """One adapter replica: its refresher, its writer's task and passes, its API (what the HPA and Prometheus
+    """One adapter replica: its refresher, its writer and its task, its API (what the HPA and Prometheus
     read)."""
 
     refresher: Refresher
     writer: DeletionCostWriter
     api: TestClient[Any, Any]
     task: asyncio.Task[None]
-    passes: WriterPasses
 
     def served(self) -> float | None:
         return self.refresher.views[KEY].values[ServedMetric.DESIRED_REPLICAS].value
@@ -75,13 +74,13 @@ async def test_one_stale_scale_down_is_counted_once_across_two_replicas(
                                     cluster=pod_watch)
         refresher.cost_writes = writer
         api = await aiohttp_client(build_api_app(refresher, metrics))
-        replicas[name] = Replica(refresher, writer, api, asyncio.create_task(writer.run()), WriterPasses(writer))
+        replicas[name] = Replica(refresher, writer, api, asyncio.create_task(writer.run()))
     alive = dict(replicas)
 
     async def refresh() -> None:
         for replica in alive.values():
             await replica.refresher.refresh_once()
-        await eventually(lambda: all(replica.passes.caught_up() for replica in alive.values()))  # writers' passes
+        await eventually(lambda: all(caught_up(replica.writer) for replica in alive.values()))  # writers' passes
 
     try:
         await refresh()
