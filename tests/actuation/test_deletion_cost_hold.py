@@ -35,6 +35,7 @@ from autoscaler.sources.base import SourceDefaults
 from tests.actuation.conftest import KEY, SteppedClock, add_pods, caught_up
 from tests.fakes.kube import FakeKubeApi
 from tests.support.quantities import quantity_value
+from tests.support.waiting import eventually
 
 T0 = 1_700_000_000.0
 HOLDS = "modelmesh_autoscaler_scale_down_holds_total"
@@ -46,6 +47,9 @@ POLICY = RuntimePolicy(target_rps_per_pod=100.0, scale_down_tau_s=0.0)
 DESIRED = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{KEY.namespace}/{ServedMetric.DESIRED_REPLICAS.value}" \
           f"?labelSelector=deployment%3D{KEY.deployment}"
 DEBUG = f"/debug/runtimes/{KEY.namespace}/{KEY.deployment}"
+WAIT_S = 30.0
+"""How long the harness waits for the writer's task: generous, as it costs nothing where the wait ends (a
+loaded 2-core machine stalls a background task for seconds), and bounded, for a pass that never ends."""
 
 
 class LoadSource(SourceDefaults):
@@ -90,12 +94,13 @@ class Cluster:
         self.clock.advance(after_s)
         await self.refresher.refresh_once()
 
-    async def written(self) -> None:
+    async def written(self, timeout_s: float = WAIT_S) -> None:
         """Wait for the writer's pass that the last refresh woke to have finished (planned, its PATCHes sent and
-        answered): what a test plays after the writer's writes (another tool's answer) comes after them."""
+        answered): what a test plays after the writer's writes (another tool's answer) comes after them. Fails
+        after `timeout_s`, naming an answer the test forgot to release."""
         writer = self.writer
         assert writer is not None, "a Cluster made with its writer"
-        await self.until(lambda: caught_up(writer), "finished the pass the last refresh woke")
+        await self.until(lambda: caught_up(writer), "finished the pass the last refresh woke", timeout_s)
 
     async def served(self) -> float:
         """What the HPA reads: the value of the API's answer, in replicas."""
@@ -131,13 +136,19 @@ class Cluster:
         lowest = min(cost or 0 for cost in costs.values())
         return sorted(pod for pod, cost in costs.items() if (cost or 0) == lowest)
 
-    async def until(self, met: Callable[[], bool], what: str) -> None:
-        """Wait for the writer's task (it runs on its own) to have done `met`."""
-        for _ in range(1000):
-            if met():
-                return
-            await asyncio.sleep(0.01)
-        raise AssertionError(f"the writer never {what}; cluster costs {self.costs()}")
+    async def until(self, met: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:
+        """Wait for the writer's task (it runs on its own) to have done `met`, at most `timeout_s`; then fail
+        saying what it waited for, and the answers the fake API still holds: a pass whose PATCH's answer a test
+        holds (`hold_answer`) never finishes until the test releases it."""
+        with contextlib.suppress(TimeoutError):
+            await eventually(met, timeout_s)
+            return
+        held = sum(entry.hits for entry in self.kube.held_answers if not entry.released.is_set())
+        unanswered = "" if self.writer is None else f", {self.writer.patches_in_flight} of its PATCHes unanswered"
+        because = (f"; the fake API holds the answer to {held} request{'s' if held != 1 else ''} "
+                   "(hold_answer): release it before waiting on the writer") if held else ""
+        raise AssertionError(f"the writer never {what} in {timeout_s:g} s{unanswered}{because}; "
+                             f"cluster costs {self.costs()}")
 
     def patched(self, pod: str) -> int:
         return sum(1 for patch in self.kube.patches if patch.name == pod)
