@@ -270,7 +270,8 @@ async def test_another_writer_that_puts_its_value_back_at_once_gets_no_write_war
         kube.clear_requests()
         with caplog.at_level(logging.DEBUG, "autoscaler.actuation.bridge"):
             await other_writer(kube, rt(0), 2, seconds=3.0)
-            await asyncio.sleep(0.1)  # the fight is said with the pass it wakes
+            # The fight is said with the pass it wakes: waited for, not slept on (0.1 s), before the bridge stops.
+            await eventually(lambda: any("again by another writer" in r.getMessage() for r in caplog.records))
             hand_edit(kube, rt(1), 1)  # a hand edit of another runtime meanwhile: still set back at once
             assert await set_back_after(kube, rt(1), 3) is not None
     assert runtime_patches(kube, rt(0)) == FIGHT_SET_BACKS
