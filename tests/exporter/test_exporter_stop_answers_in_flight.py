@@ -68,10 +68,8 @@ async def test_scrapers_in_flight_at_sigterm_read_their_whole_answer(signal_hand
     for scraper in scrapers:
         scraper.start()
     await asyncio.sleep(0.5)
-    sent = time.monotonic()
     os.kill(os.getpid(), signal.SIGTERM)
     await asyncio.wait_for(serving, timeout=30)
-    took = time.monotonic() - sent
     for scraper in scrapers:
         await asyncio.to_thread(scraper.join, 30)
     # A connection whose handshake the kernel completes between the stop's last accept and the socket's close is
@@ -82,7 +80,6 @@ async def test_scrapers_in_flight_at_sigterm_read_their_whole_answer(signal_hand
     crossed = [outcome for outcome in outcomes if outcome == "ConnectionResetError after 0 bytes"]
     assert len(crossed) < SCRAPERS // 2, outcomes
     assert sorted(outcomes) == sorted(["refused"] * (SCRAPERS - len(crossed)) + crossed), outcomes
-    assert took < 5, f"the stop took {took:.1f} s"
 
 
 def scrape_kept_alive_until_refused(port: int, outcomes: list[str], stop: threading.Event) -> None:
@@ -126,13 +123,10 @@ async def test_scrapers_on_kept_alive_connections_at_a_stop_are_refused_not_rese
     for scraper in scrapers:
         scraper.start()
     await asyncio.sleep(1.0)
-    sent = time.monotonic()
     stopped.set()
     await asyncio.wait_for(serving, timeout=30)
-    took = time.monotonic() - sent
     await asyncio.sleep(0.5)
     stop.set()
     for scraper in scrapers:
         await asyncio.to_thread(scraper.join, 30)
     assert outcomes == ["refused"] * 6, outcomes
-    assert took < 2.5, f"the stop took {took:.1f} s"

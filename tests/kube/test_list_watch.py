@@ -314,9 +314,9 @@ async def test_a_restart_storm_that_refuses_each_reopen_is_over_as_soon_as_befor
             await kube.wait_for_watches(1, "pods")
             delays.append(loop.time() - cut)
 
-    # the first cuts: 0.05 + 0.1 + 0.2 s; the last: 0.2 + 0.1 + 0.2 s (counted with the refusals: 0.8 + 1.6 + 3.2)
-    assert delays[-1] < 1.0, (delays, failures)
-    assert failures[-3:] == [3, 2, 3], failures
+    # The backoffs the last cut and its two refusals waited, by failures in a row: 0.2 + 0.1 + 0.2 s (counted with
+    # the refusals: 0.8 + 1.6 + 3.2). Asked of the backoff, not of the clock: a loaded machine stretches each wait.
+    assert failures[-3:] == [3, 2, 3], (failures, delays)
 
 
 @pytest.mark.parametrize("request_kind", ["list", "watch"])
