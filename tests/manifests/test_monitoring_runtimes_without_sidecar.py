@@ -208,8 +208,13 @@ def test_a_runtime_without_the_sidecar_is_not_a_failing_source(seen: Seen) -> No
     fire for good: one such pod beside two with the sidecar is an 11% error share at the defaults, and the
     counter has no runtime label to leave it out by), and /debug says why that runtime has no data."""
     errors = {sample.labels["reason"]: sample.value for sample in seen.samples
-              if sample.name == "modelmesh_autoscaler_source_errors_total"}
-    assert sum(errors.values()) == 0, errors
+              if sample.name == "modelmesh_autoscaler_source_errors_total" and sample.value}
+    # None is the sidecar-less pod's. The one with the sidecar may have had its own, said as its own: on a machine
+    # loaded 8 times over, two `garbage` answers were counted in a clean-clone CI run (an exporter's ModelMesh read
+    # timing out, likely).
+    assert f"scrape of {NS}/{OTHER}/" not in seen.adapter_log, seen.adapter_log[-3000:]
+    scaled = f"scrape of {NS}/{SCALED}/{pod_name(SCALED)} failed"
+    assert all(f"{scaled} ({reason})" in seen.adapter_log for reason in errors), (errors, seen.adapter_log[-3000:])
     status, text = seen.debug
     assert status == 200, text
     problems = json.loads(text)["source"]["problems"]
