@@ -33,13 +33,15 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from aiohttp.web_protocol import RequestHandler
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from exporter import names
+
+if TYPE_CHECKING:  # aiohttp's client and server: a third of a second, which `--help` and a refused flag need not wait
+    from aiohttp.web_protocol import RequestHandler
 
 log = logging.getLogger(__name__)
 

@@ -16,12 +16,13 @@ log = logging.getLogger("exporter")
 
 
 def serve(argv: list[str] | None) -> None:
+    from exporter.settings import parse_settings, setting, unknown_variables
+
+    settings = parse_settings(argv)  # before aiohttp loads: `--help` or a refused flag at once
     from exporter.app import build_app, run
     from exporter.listen import ListenError, bind_listeners, bound_addresses
     from exporter.metrics_tls import serve_over_tls, serving_said
-    from exporter.settings import parse_settings, setting, unknown_variables
 
-    settings = parse_settings(argv)
     logging.basicConfig(
         level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
