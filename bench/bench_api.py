@@ -32,6 +32,23 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # the fake Kubernetes API and the view builders live in tests/
 
+
+def parse_args() -> argparse.Namespace:
+    """The flags, parsed before the modules a run needs are imported (below), so that `--help` and a
+    mistyped flag are answered at once."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--seconds", type=float, default=3.0, help="length of one measured run")
+    parser.add_argument("--concurrency", type=int, default=16, help="keep-alive connections")
+    parser.add_argument("--rounds", type=int, default=2, help="measured runs per server (best is kept)")
+    parser.add_argument("--client", choices=["ab", "aiohttp"], default="ab" if shutil.which("ab") else "aiohttp",
+                        help="load generator: ApacheBench when installed (Debian apache2-utils), else aiohttp")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    parse_args()
+
+
 import aiohttp  # noqa: E402
 
 from bench import stop_on_term  # noqa: E402
@@ -173,13 +190,7 @@ async def measure(args: argparse.Namespace, workdir: Path, client: ssl.SSLContex
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--seconds", type=float, default=3.0, help="length of one measured run")
-    parser.add_argument("--concurrency", type=int, default=16, help="keep-alive connections")
-    parser.add_argument("--rounds", type=int, default=2, help="measured runs per server (best is kept)")
-    parser.add_argument("--client", choices=["ab", "aiohttp"], default="ab" if shutil.which("ab") else "aiohttp",
-                        help="load generator: ApacheBench when installed (Debian apache2-utils), else aiohttp")
-    args = parser.parse_args()
+    args = parse_args()
     pin(CLIENT_CPU)
     with tempfile.TemporaryDirectory(prefix="bench-api-") as directory:
         workdir = Path(directory)

@@ -42,6 +42,29 @@ if str(REPO) not in sys.path:
 
 import yaml  # noqa: E402
 
+
+def parse_args() -> argparse.Namespace:
+    """The flags, parsed before the modules a run needs are imported (below), so that `--help` and a
+    mistyped flag are answered at once."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--slow", type=int, default=2500)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--refused", type=int, default=0, help="clients looping on instant 4xx answers")
+    parser.add_argument("--greedy", type=int, default=0,
+                        help="clients served in a loop from 127.0.0.1, reconnecting at once when closed")
+    parser.add_argument("--pipeline", type=int, default=1,
+                        help="requests a refused or greedy client sends at a time")
+    parser.add_argument("--probe-address", default=None,
+                        help="the probes' source address (e.g. 127.0.0.2: another client address)")
+    parser.add_argument("--max-connections", type=int, default=None, help="the adapter's, if not its default")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    parse_args()
+
+
 from bench import stop_on_term  # noqa: E402
 from tests.support.ports import free_port  # noqa: E402
 
@@ -179,19 +202,7 @@ async def run(args: argparse.Namespace, pid: int, port: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--slow", type=int, default=2500)
-    parser.add_argument("--seconds", type=float, default=30.0)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--refused", type=int, default=0, help="clients looping on instant 4xx answers")
-    parser.add_argument("--greedy", type=int, default=0,
-                        help="clients served in a loop from 127.0.0.1, reconnecting at once when closed")
-    parser.add_argument("--pipeline", type=int, default=1,
-                        help="requests a refused or greedy client sends at a time")
-    parser.add_argument("--probe-address", default=None,
-                        help="the probes' source address (e.g. 127.0.0.2: another client address)")
-    parser.add_argument("--max-connections", type=int, default=None, help="the adapter's, if not its default")
-    args = parser.parse_args()
+    args = parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="bench-connections-") as directory:
         targets = Path(directory) / "targets.yaml"

@@ -27,6 +27,21 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+
+def parse_args() -> argparse.Namespace:
+    """The flags, parsed before the modules a run needs are imported (below), so that `--help` and a
+    mistyped flag are answered at once."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runtimes", default="1000,5000", help="comma list of fleet sizes (runtimes)")
+    parser.add_argument("--pods", type=int, default=2, help="pods per runtime")
+    parser.add_argument("--runs", type=int, default=5)
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    parse_args()
+
+
 from kubernetes.aio.client import ApiClient, Configuration  # noqa: E402
 
 from autoscaler.model import RuntimeKey  # noqa: E402
@@ -96,11 +111,7 @@ def timed(records: dict[RuntimeKey, RuntimeRecord], pods: list[PodRecord], runs:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runtimes", default="1000,5000", help="comma list of fleet sizes (runtimes)")
-    parser.add_argument("--pods", type=int, default=2, help="pods per runtime")
-    parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
+    args = parse_args()
     print(f"one namespace; {args.pods} pods a runtime; median of {args.runs} runs, CPU time")
     print("| runtimes (pods) | inventory build | plain loop over the pods | build / plain loop "
           "| one HPA status event |")

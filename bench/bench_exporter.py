@@ -42,6 +42,24 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # tests/fakes: the fake NVML library and its controller
 
+
+def parse_args() -> argparse.Namespace:
+    """The flags, parsed before the modules a run needs are imported (below), so that `--help` and a
+    mistyped flag are answered at once."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--gpus", type=int, default=8)
+    parser.add_argument("--scrapes", type=int, default=2000, help="per server and connection pattern")
+    parser.add_argument("--background-seconds", type=float, default=10.0)
+    parser.add_argument("--serve", choices=["exporter", "reference"], help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--background", nargs=3, metavar=("URL", "CA", "GPU"), help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    parse_args()
+
+
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server  # noqa: E402
 from prometheus_client.core import GaugeMetricFamily, Metric  # noqa: E402
 from prometheus_client.registry import Collector  # noqa: E402
@@ -293,14 +311,7 @@ def fake_gpus(workdir: Path, gpus: int) -> dict[str, str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--gpus", type=int, default=8)
-    parser.add_argument("--scrapes", type=int, default=2000, help="per server and connection pattern")
-    parser.add_argument("--background-seconds", type=float, default=10.0)
-    parser.add_argument("--serve", choices=["exporter", "reference"], help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--background", nargs=3, metavar=("URL", "CA", "GPU"), help=argparse.SUPPRESS)
-    options = parser.parse_args()
+    options = parse_args()
     if options.serve:
         serve_child(options.serve, options.port, options.gpus)
         return

@@ -29,6 +29,32 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+
+def parse_args() -> argparse.Namespace:
+    """The flags, parsed before the modules a run needs are imported (below), so that `--help` and a
+    mistyped flag are answered at once."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--models", type=int, default=0, help="models served recently (default: none, no series)")
+    parser.add_argument("--clock-off", action="store_true",
+                        help="scrape at 2e9 (the exporter's clock 25 years behind: every time moved by the offset, "
+                             "the figures before 2 December 2026 afternoon); default: at the exporter's clock")
+    parser.add_argument("--gc-tuned", action="store_true",
+                        help="the refresh process's garbage-collector settings (autoscaler.gcsettings), which reads "
+                             "every exporter's response: with Python's defaults, a count moves by tens of thousands "
+                             "of instructions a read with how many collections a few allocations more or less cause")
+    parser.add_argument("--no-pod-line", action="store_true",
+                        help="the exporter names no pod (no modelmesh_exporter_pod_info: a sidecar patched before "
+                             "it, and every figure before 4 December 2026); default: it names its pod")
+    parser.add_argument("--parses-only", type=int, default=0, metavar="N",
+                        help="read the 1-GPU text (with --models) N times, for counting instructions; print nothing")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    parse_args()
+
+
 from autoscaler.sources.exporter_text import fast_samples  # noqa: E402
 from autoscaler.sources.exposition import library_samples  # noqa: E402
 from bench.bench_fleet import STAMP  # noqa: E402
@@ -73,22 +99,7 @@ def list_library_samples(text: str) -> list[object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--runs", type=int, default=2000)
-    parser.add_argument("--models", type=int, default=0, help="models served recently (default: none, no series)")
-    parser.add_argument("--clock-off", action="store_true",
-                        help="scrape at 2e9 (the exporter's clock 25 years behind: every time moved by the offset, "
-                             "the figures before 2 December 2026 afternoon); default: at the exporter's clock")
-    parser.add_argument("--gc-tuned", action="store_true",
-                        help="the refresh process's garbage-collector settings (autoscaler.gcsettings), which reads "
-                             "every exporter's response: with Python's defaults, a count moves by tens of thousands "
-                             "of instructions a read with how many collections a few allocations more or less cause")
-    parser.add_argument("--no-pod-line", action="store_true",
-                        help="the exporter names no pod (no modelmesh_exporter_pod_info: a sidecar patched before "
-                             "it, and every figure before 4 December 2026); default: it names its pod")
-    parser.add_argument("--parses-only", type=int, default=0, metavar="N",
-                        help="read the 1-GPU text (with --models) N times, for counting instructions; print nothing")
-    args = parser.parse_args()
+    args = parse_args()
     names_pod = not args.no_pod_line
     one = as_fleet_serves(with_models(3, None, names_pod))
     if args.gc_tuned:

@@ -37,6 +37,24 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+
+def parse_args() -> argparse.Namespace:
+    """The flags, parsed before the modules a run needs are imported (below), so that `--help` and a
+    mistyped flag are answered at once."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--runtimes", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=120.0, help="how long to churn")
+    parser.add_argument("--churn-every", type=float, default=2.0, help="seconds between pod replacements")
+    parser.add_argument("--refresh-interval", type=float, default=15.0)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--keep", type=Path, default=None, help="write the adapter's log etc. here and keep them")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    parse_args()
+
+
 from bench import stop_on_term  # noqa: E402
 from bench.bench_fleet import exporter_template, start  # noqa: E402
 from tests.support.ports import free_port  # noqa: E402
@@ -183,14 +201,7 @@ def report_log(log: Path, since: int, seconds: float, refresh_interval_s: float)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--runtimes", type=int, default=1000)
-    parser.add_argument("--seconds", type=float, default=120.0, help="how long to churn")
-    parser.add_argument("--churn-every", type=float, default=2.0, help="seconds between pod replacements")
-    parser.add_argument("--refresh-interval", type=float, default=15.0)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--keep", type=Path, default=None, help="write the adapter's log etc. here and keep them")
-    args = parser.parse_args()
+    args = parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-fleet-ops-") as temporary:
         directory = str(args.keep or temporary)
         workdir = Path(directory)

@@ -58,6 +58,24 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+
+def parse_args() -> argparse.Namespace:
+    """The flags, parsed before the modules a run needs are imported (below), so that `--help` and a
+    mistyped flag are answered at once."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runtimes", default="1000,5000", help="fleet sizes, comma-separated (default 1000,5000)")
+    parser.add_argument("--seconds", type=float, default=60.0,
+                        help="how long to sample each adapter once ready (default 60: four refreshes, two resyncs)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="serving workers (--workers added to both runs; default: the Deployment's args)")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    parse_args()
+
+
 from bench.bench_fleet import NAMESPACE, PODS_PER_RUNTIME, deployment, start  # noqa: E402
 from bench.bench_fleet_ops import pod_ip, serve_exporters  # noqa: E402
 
@@ -263,14 +281,7 @@ def library_in_a_worker() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runtimes", default="1000,5000", help="fleet sizes, comma-separated (default 1000,5000)")
-    parser.add_argument("--seconds", type=float, default=60.0,
-                        help="how long to sample each adapter once ready (default 60: four refreshes, two resyncs)")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="serving workers (--workers added to both runs; default: the Deployment's args)")
-    args = parser.parse_args()
+    args = parse_args()
     import trustme
 
     print("| runtimes (pods) | run | ready after | refresh process RSS | serving worker RSS (largest) | all processes "

@@ -24,6 +24,23 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # the Prometheus fixture and static discovery live in tests/
 
+
+def parse_args() -> argparse.Namespace:
+    """The flags, parsed before the modules a run needs are imported (below), so that `--help` and a
+    mistyped flag are answered at once."""
+    parser = argparse.ArgumentParser(description="One Prometheus-source refresh against a real Prometheus "
+                                                 "holding a large fleet.")
+    parser.add_argument("--runtimes", type=int, default=1000, help="runtimes of 2 pods each (default 1000)")
+    parser.add_argument("--refreshes", type=int, default=3, help="refreshes timed (default 3)")
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="the adapter's --prometheus-timeout, seconds (default 30: measure, do not give up)")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    parse_args()
+
+
 from autoscaler.sources.prometheus import PrometheusSource  # noqa: E402
 from exporter import names  # noqa: E402
 from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text  # noqa: E402
@@ -103,11 +120,5 @@ async def main(runtimes: int, refreshes: int, timeout_s: float) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description="One Prometheus-source refresh against a real Prometheus "
-                                                 "holding a large fleet.")
-    parser.add_argument("--runtimes", type=int, default=1000, help="runtimes of 2 pods each (default 1000)")
-    parser.add_argument("--refreshes", type=int, default=3, help="refreshes timed (default 3)")
-    parser.add_argument("--timeout", type=float, default=30.0,
-                        help="the adapter's --prometheus-timeout, seconds (default 30: measure, do not give up)")
-    options = parser.parse_args()
+    options = parse_args()
     asyncio.run(main(options.runtimes, options.refreshes, options.timeout))

@@ -34,6 +34,22 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+
+def parse_args() -> argparse.Namespace:
+    """The flags, parsed before the modules a run needs are imported (below), so that `--help` and a
+    mistyped flag are answered at once."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runtimes", type=int, default=5000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="print cProfile's top N functions (cumulative) of the measured refreshes")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    parse_args()
+
+
 from autoscaler.api.snapshot import ServingSnapshot  # noqa: E402
 from autoscaler.model import RuntimeKey, RuntimeView  # noqa: E402
 from bench.bench_fleet import PODS_PER_RUNTIME, serve_fleet, start, write_targets  # noqa: E402
@@ -156,12 +172,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runtimes", type=int, default=5000)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="print cProfile's top N functions (cumulative) of the measured refreshes")
-    args = parser.parse_args()
+    args = parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-refresh-process-") as directory:
         asyncio.run(run(args, Path(directory)))
 

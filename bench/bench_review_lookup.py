@@ -20,6 +20,20 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+
+def parse_args() -> argparse.Namespace:
+    """The flags, parsed before the modules a run needs are imported (below), so that `--help` and a
+    mistyped flag are answered at once."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--lookups", type=int, default=10_000,
+                        help="cached lookups to make after the one review (default 10,000)")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    parse_args()
+
+
 from autoscaler.api.authz import SubjectAccessReviewAuthorizer  # noqa: E402
 from autoscaler.api.identity import ResourceAttributes, UserInfo  # noqa: E402
 from autoscaler.kube.reviews import AccessReviewResult  # noqa: E402
@@ -43,10 +57,7 @@ async def lookups(count: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--lookups", type=int, default=10_000,
-                        help="cached lookups to make after the one review (default 10,000)")
-    count = parser.parse_args().lookups
+    count = parse_args().lookups
     started = time.perf_counter()
     asyncio.run(lookups(count))
     took = time.perf_counter() - started

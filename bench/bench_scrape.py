@@ -20,11 +20,29 @@ import sys
 import time
 from pathlib import Path
 
-from aiohttp import web
 
-from autoscaler.model import RuntimeKey
-from autoscaler.sources.base import PodTarget, RuntimeInventory
-from autoscaler.sources.scrape import ScrapeSource
+def parse_args() -> argparse.Namespace:
+    """The flags, parsed before the modules a run needs are imported (below), so that `--help` and a
+    mistyped flag are answered at once."""
+    parser = argparse.ArgumentParser(description="Wall time of one full scrape-source refresh against local exporters.")
+    parser.add_argument("--exporters", type=int, default=500, help="exporters scraped, in 10 runtimes (default 500)")
+    parser.add_argument("--gpus", type=int, default=8, help="GPUs in each exporter's output (default 8)")
+    parser.add_argument("--rounds", type=int, default=5, help="full refreshes timed (default 5)")
+    parser.add_argument("--concurrency", type=int, default=64, help="the adapter's --scrape-concurrency (default 64)")
+    parser.add_argument("--compare-pod-line", action="store_true",
+                        help="also time exporters that name no pod, alternating, and print the CPU ratio")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    parse_args()
+
+
+from aiohttp import web  # noqa: E402
+
+from autoscaler.model import RuntimeKey  # noqa: E402
+from autoscaler.sources.base import PodTarget, RuntimeInventory  # noqa: E402
+from autoscaler.sources.scrape import ScrapeSource  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -112,12 +130,5 @@ async def main(exporters: int, gpus: int, rounds: int, concurrency: int, compare
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description="Wall time of one full scrape-source refresh against local exporters.")
-    parser.add_argument("--exporters", type=int, default=500, help="exporters scraped, in 10 runtimes (default 500)")
-    parser.add_argument("--gpus", type=int, default=8, help="GPUs in each exporter's output (default 8)")
-    parser.add_argument("--rounds", type=int, default=5, help="full refreshes timed (default 5)")
-    parser.add_argument("--concurrency", type=int, default=64, help="the adapter's --scrape-concurrency (default 64)")
-    parser.add_argument("--compare-pod-line", action="store_true",
-                        help="also time exporters that name no pod, alternating, and print the CPU ratio")
-    args = parser.parse_args()
+    args = parse_args()
     asyncio.run(main(args.exporters, args.gpus, args.rounds, args.concurrency, args.compare_pod_line))

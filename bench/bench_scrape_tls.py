@@ -30,9 +30,28 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import aiohttp
-import trustme
-from aiohttp import web
+
+def parse_args() -> argparse.Namespace:
+    """The flags, parsed before the modules a run needs are imported (below), so that `--help` and a
+    mistyped flag are answered at once."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--exporters", type=int, default=1000, help="exporters scraped, in 10 runtimes (default 1000)")
+    parser.add_argument("--gpus", type=int, default=8, help="GPUs in each exporter's output (default 8)")
+    parser.add_argument("--rounds", type=int, default=5, help="refreshes per scheme (default 5)")
+    parser.add_argument("--interval", type=float, default=15.0,
+                        help="seconds between a scheme's refreshes, the adapter's --refresh-interval (default 15)")
+    parser.add_argument("--concurrency", type=int, default=64, help="the adapter's --scrape-concurrency (default 64)")
+    parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)  # the child: serve the exporters from this PKI
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    parse_args()
+
+
+import aiohttp  # noqa: E402
+import trustme  # noqa: E402
+from aiohttp import web  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -178,15 +197,7 @@ async def measure(exporters: int, rounds: int, interval_s: float, concurrency: i
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--exporters", type=int, default=1000, help="exporters scraped, in 10 runtimes (default 1000)")
-    parser.add_argument("--gpus", type=int, default=8, help="GPUs in each exporter's output (default 8)")
-    parser.add_argument("--rounds", type=int, default=5, help="refreshes per scheme (default 5)")
-    parser.add_argument("--interval", type=float, default=15.0,
-                        help="seconds between a scheme's refreshes, the adapter's --refresh-interval (default 15)")
-    parser.add_argument("--concurrency", type=int, default=64, help="the adapter's --scrape-concurrency (default 64)")
-    parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)  # the child: serve the exporters from this PKI
-    args = parser.parse_args()
+    args = parse_args()
     exporters = max(1, args.exporters // RUNTIMES) * RUNTIMES
     if args.serve is not None:
         asyncio.run(serve(exporters, args.gpus, args.serve, args.serve / "ready"))

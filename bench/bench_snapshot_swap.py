@@ -39,6 +39,20 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+
+def parse_args() -> argparse.Namespace:
+    """The flags, parsed before the modules a run needs are imported (below), so that `--help` and a
+    mistyped flag are answered at once."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runtimes", type=int, default=5000)
+    parser.add_argument("--swaps", type=int, default=5, help="swaps per way, interleaved")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    parse_args()
+
+
 from autoscaler.api import packed as packing  # noqa: E402
 from autoscaler.api.packed import pack, unpack  # noqa: E402
 from autoscaler.api.render import render_snapshot  # noqa: E402
@@ -175,10 +189,7 @@ async def run(pipes: dict[str, Connection], key: tuple[str, str], swaps: int) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runtimes", type=int, default=5000)
-    parser.add_argument("--swaps", type=int, default=5, help="swaps per way, interleaved")
-    args = parser.parse_args()
+    args = parse_args()
     started = time.perf_counter()
     snapshot = build(args.runtimes)
     print(f"{args.runtimes} runtimes rendered in {time.perf_counter() - started:.1f} s; "
