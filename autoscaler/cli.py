@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Sequence
-    from typing import Any, NoReturn
+    from typing import NoReturn
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -30,12 +29,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     import argparse
 
     from exporter.flag_values import SECONDS_FORMS
+    from exporter.version_flag import VersionFlag
 
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Skew-aware external metrics for scaling KServe ModelMesh runtimes with the Kubernetes HPA.",
     )
-    parser.add_argument("--version", action=_version_action_class())
+    parser.add_argument("--version", action=VersionFlag)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      parser_class=_command_parser_class())
     serve = commands.add_parser("serve", help="run the external.metrics.k8s.io API server")
@@ -73,22 +73,6 @@ def _command_named(argv: list[str]) -> str | None:
     --help, take no value), or None where that is no command (argparse then says so, from the whole parser)."""
     word = next((arg for arg in argv if not arg.startswith("-")), None)
     return word if word in COMMANDS else None
-
-
-def _version_action_class() -> type[argparse.Action]:
-    """`--version`, its line made only when asked: reading the version (importlib.metadata, git's files) took
-    25 ms of every start."""
-    import argparse
-
-    class Version(argparse._VersionAction):
-        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                     values: str | Sequence[Any] | None, option_string: str | None = None) -> None:
-            from exporter import build_info
-
-            self.version = build_info.version_line("%(prog)s")
-            super().__call__(parser, namespace, values, option_string)
-
-    return Version
 
 
 def _command_parser_class() -> type[argparse.ArgumentParser]:

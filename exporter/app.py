@@ -31,10 +31,10 @@ from exporter.collectors.build_info import BuildInfoCollector
 from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
 from exporter.collectors.pod import PodInfoCollector
-from exporter.connection_cap import MAX_CONNECTIONS, WRITE_DEADLINE_S, ConnectionCap, ConnectionCounts
+from exporter.connection_cap import WRITE_DEADLINE_S, ConnectionCap, ConnectionCounts
 from exporter.listen import KEEPALIVE_TIMEOUT_S, bind_listeners
 from exporter.server_name import drop_server_name, nameless_handlers
-from exporter.settings import ExporterSettings
+from exporter.settings import MAX_CONNECTIONS, ExporterSettings
 from exporter.stop_signals import StopSignals
 from exporter.stopping import stop_tasks
 from exporter.tls_handshakes import HANDSHAKE_TIMEOUT_S, TlsHandshakes

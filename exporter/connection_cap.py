@@ -39,15 +39,12 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from exporter import names
+from exporter.settings import MAX_CONNECTIONS
 
 if TYPE_CHECKING:  # aiohttp's client and server: a third of a second, which `--help` and a refused flag need not wait
     from aiohttp.web_protocol import RequestHandler
 
 log = logging.getLogger(__name__)
-
-MAX_CONNECTIONS: Final = 32
-"""Default cap: a Prometheus pair, the adapter's scrapes (one connection per serving process and replica) and the
-kubelet's probes need a handful; 32 answers of a 3,000-model fleet held at once are about 25 MB."""
 
 WRITE_DEADLINE_S: Final = 10.0
 """How long an answer may stay backed up before its connection is dropped (the adapter's `write_stall_timeout_s`)."""

@@ -17,8 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final, NoReturn
 
-from exporter import build_info, env_flags
-from exporter.connection_cap import MAX_CONNECTIONS
+from exporter import env_flags
 from exporter.env_flags import EnvFlag, EnvFlagError, resolve_flags, settings_fields
 from exporter.flag_values import (
     LOAD_WINDOW_RANGE_S,
@@ -40,9 +39,16 @@ from exporter.pod_identity import PodIdentity
 from exporter.pod_resources import DEFAULT_SOCKET, GKE_GPU, GPU_ID_PREFIXES
 from exporter.recency_horizon_range import MODEL_RECENCY_HORIZON_RANGE_S
 from exporter.tls_files import pair_problem
+from exporter.version_flag import VersionFlag
 
 ENV_PREFIX: Final = "EXPORTER_"
 
+
+MAX_CONNECTIONS: Final = 32
+"""Default cap on open connections (`exporter.connection_cap`): a Prometheus pair, the adapter's scrapes (one
+connection per serving process and replica) and the kubelet's probes need a handful; 32 answers of a
+3,000-model fleet held at once are about 25 MB. Here, not with the cap, whose module loads prometheus_client
+and asyncio: `--help` and a refused flag need neither."""
 
 @dataclass(frozen=True, slots=True)
 class ExporterSettings:
@@ -341,7 +347,7 @@ def build_parser() -> _SidecarParser:
             f"turns it off. SECONDS is {SECONDS_FORMS}."
         ),
     )
-    parser.add_argument("--version", action="version", version=build_info.version_line("%(prog)s"))
+    parser.add_argument("--version", action=VersionFlag)
     env_flags.add_flags(parser, _OPTIONS, _group_of)
     return parser
 

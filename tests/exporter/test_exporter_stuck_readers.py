@@ -30,8 +30,9 @@ from prometheus_client.registry import Collector
 from exporter import names
 from exporter.app import metrics_app, serve
 from exporter.collectors.health import CollectorHealth
-from exporter.connection_cap import MAX_CONNECTIONS, ConnectionCounts
+from exporter.connection_cap import ConnectionCounts
 from exporter.listen import bind_listeners
+from exporter.settings import MAX_CONNECTIONS
 
 CAP = 6
 STUCK = 60
