@@ -34,6 +34,37 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+
+def build_parser() -> argparse.ArgumentParser:
+    """The flags, read before the modules a run needs are imported (below), so that `--help` and a
+    mistyped flag are answered at once."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--runtimes", type=int, default=1000,
+                        help="fleet size: the counted requests ask its answers in turn, each once when --requests is "
+                        "at most runtimes x 4, as HPAs do between two refreshes")
+    parser.add_argument("--requests", type=int, default=2000, help="requests counted per server")
+    parser.add_argument("--warm", type=int, default=0, help="requests sent before counting (at least one for "
+                        "each runtime x metric)")
+    parser.add_argument("--concurrency", type=int, default=8, help="keep-alive connections")
+    parser.add_argument("--client", choices=("aiohttp", "ab"), default="aiohttp",
+                        help="aiohttp: every runtime x metric in turn over connections kept from the warm-up "
+                        "(as HPAs ask); ab: one URL again and again, as bench_fleet.py's load run (the /proc "
+                        "figure) asks it, each server counted for a short and a longer run and the difference "
+                        "taken, so that ab's handshakes are not counted")
+    parser.add_argument("--simulate", action="store_true",
+                        help="also simulate the caches and branch predictor (callgrind's models): misses and "
+                        "mispredictions a request, where time per instruction can differ between the servers")
+    parser.add_argument("--adapter-only", action="store_true",
+                        help="count the adapter only (when comparing changes to it: the bare figure does not move)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="copy the callgrind dumps here (read them with callgrind_annotate)")
+    return parser
+
+
+if __name__ == "__main__":
+    build_parser().parse_args()
+
+
 import aiohttp  # noqa: E402
 
 from bench import stop_on_term  # noqa: E402
@@ -182,26 +213,7 @@ def main() -> None:
     if len(sys.argv) == 5 and sys.argv[1] == "--serve-bare":
         bare_main(sys.argv[2], sys.argv[3], int(sys.argv[4]))
         return
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--runtimes", type=int, default=1000,
-                        help="fleet size: the counted requests ask its answers in turn, each once when --requests is "
-                        "at most runtimes x 4, as HPAs do between two refreshes")
-    parser.add_argument("--requests", type=int, default=2000, help="requests counted per server")
-    parser.add_argument("--warm", type=int, default=0, help="requests sent before counting (at least one for "
-                        "each runtime x metric)")
-    parser.add_argument("--concurrency", type=int, default=8, help="keep-alive connections")
-    parser.add_argument("--client", choices=("aiohttp", "ab"), default="aiohttp",
-                        help="aiohttp: every runtime x metric in turn over connections kept from the warm-up "
-                        "(as HPAs ask); ab: one URL again and again, as bench_fleet.py's load run (the /proc "
-                        "figure) asks it, each server counted for a short and a longer run and the difference "
-                        "taken, so that ab's handshakes are not counted")
-    parser.add_argument("--simulate", action="store_true",
-                        help="also simulate the caches and branch predictor (callgrind's models): misses and "
-                        "mispredictions a request, where time per instruction can differ between the servers")
-    parser.add_argument("--adapter-only", action="store_true",
-                        help="count the adapter only (when comparing changes to it: the bare figure does not move)")
-    parser.add_argument("--keep", type=Path, default=None,
-                        help="copy the callgrind dumps here (read them with callgrind_annotate)")
+    parser = build_parser()
     args = parser.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         parser.error("needs valgrind (Debian: apt-get install valgrind), whose callgrind counts the instructions")

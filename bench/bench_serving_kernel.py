@@ -41,6 +41,35 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+
+def build_parser() -> argparse.ArgumentParser:
+    """The flags, read before the modules a run needs are imported (below), so that `--help` and a
+    mistyped flag are answered at once."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--runtimes", type=int, default=1000, help="fleet size")
+    parser.add_argument("--requests", type=int, default=20000, help="requests per run")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved runs per server")
+    parser.add_argument("--concurrency", type=int, default=10, help="keep-alive connections (wrk's default)")
+    parser.add_argument("--refresh-interval", type=float, default=None,
+                        help="the adapter's refresh interval (default as bench_fleet.py picks it)")
+    parser.add_argument("--strace", action="store_true", help="also count system calls by name under strace")
+    parser.add_argument("--serving-cpu", type=int, default=0 if len(os.sched_getaffinity(0)) >= 2 else -1,
+                        help="pin the serving processes to this CPU and everything else off it (-1: no pinning)")
+    parser.add_argument("--compare-tree", type=Path, action="append", default=[],
+                        help="also run the adapter of this source tree (another commit's checkout), in the same "
+                        "rounds: a change's effect, under the same load (repeatable)")
+    parser.add_argument("--idle-seconds", type=float, default=0.0,
+                        help="first measure each server's CPU over this many seconds without requests: what its "
+                        "timers, snapshot swaps and review refreshes cost whatever the load")
+    parser.add_argument("--adapter-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable for the adapters only (to compare a setting)")
+    return parser
+
+
+if __name__ == "__main__":
+    build_parser().parse_args()
+
+
 from bench import stop_on_term  # noqa: E402
 from bench.bench_fleet import (  # noqa: E402
     HEADERS,
@@ -171,24 +200,7 @@ def start_adapter(tree: Path, workdir: Path, targets: Path, plan: RefreshPlan, n
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--runtimes", type=int, default=1000, help="fleet size")
-    parser.add_argument("--requests", type=int, default=20000, help="requests per run")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved runs per server")
-    parser.add_argument("--concurrency", type=int, default=10, help="keep-alive connections (wrk's default)")
-    parser.add_argument("--refresh-interval", type=float, default=None,
-                        help="the adapter's refresh interval (default as bench_fleet.py picks it)")
-    parser.add_argument("--strace", action="store_true", help="also count system calls by name under strace")
-    parser.add_argument("--serving-cpu", type=int, default=0 if len(os.sched_getaffinity(0)) >= 2 else -1,
-                        help="pin the serving processes to this CPU and everything else off it (-1: no pinning)")
-    parser.add_argument("--compare-tree", type=Path, action="append", default=[],
-                        help="also run the adapter of this source tree (another commit's checkout), in the same "
-                        "rounds: a change's effect, under the same load (repeatable)")
-    parser.add_argument("--idle-seconds", type=float, default=0.0,
-                        help="first measure each server's CPU over this many seconds without requests: what its "
-                        "timers, snapshot swaps and review refreshes cost whatever the load")
-    parser.add_argument("--adapter-env", action="append", default=[], metavar="NAME=VALUE",
-                        help="an environment variable for the adapters only (to compare a setting)")
+    parser = build_parser()
     args = parser.parse_args()
     if shutil.which("ab") is None:
         parser.error("needs ab (Debian: apt-get install apache2-utils)")
