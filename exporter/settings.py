@@ -43,12 +43,12 @@ from exporter.version_flag import VersionFlag
 
 ENV_PREFIX: Final = "EXPORTER_"
 
-
 MAX_CONNECTIONS: Final = 32
 """Default cap on open connections (`exporter.connection_cap`): a Prometheus pair, the adapter's scrapes (one
 connection per serving process and replica) and the kubelet's probes need a handful; 32 answers of a
 3,000-model fleet held at once are about 25 MB. Here, not with the cap, whose module loads prometheus_client
 and asyncio: `--help` and a refused flag need neither."""
+
 
 @dataclass(frozen=True, slots=True)
 class ExporterSettings:
