@@ -16,6 +16,7 @@ from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.selfmetrics import AdapterMetrics
 from tests.actuation.conftest import KEY, SteppedClock, add_pods, pod_view, runtime_view, views_of
 from tests.fakes.kube import FakeKubeApi
+from tests.support.waiting import eventually
 
 FAST = WriterSettings(qps=None)
 
@@ -318,16 +319,19 @@ async def test_the_refresh_listener_returns_at_once_while_the_api_is_slow(
     kube: FakeKubeApi, kube_client: KubeClient
 ) -> None:
     add_pods(kube, ["pod-a", "pod-b"])
-    kube.delay("/pods/", 0.5)
+    slow = kube.hold_answer("/pods/", times=None, method="PATCH")  # the API answers no PATCH until released
     writer = DeletionCostWriter(kube_client, AdapterMetrics(), settings=FAST)
     task = asyncio.create_task(writer.run())
     try:
         writer.offer(views_of({"pod-a": 500, "pod-b": 100}))
-        await asyncio.sleep(0.05)  # the writer is now waiting on the slow API
-        started = time.monotonic()
+        await eventually(lambda: writer.patches_in_flight > 0)  # the writer is now waiting on the slow API
+        in_flight = writer.patches_in_flight
         for cost in (200, 300, 400):
             writer.offer(views_of({"pod-a": 500, "pod-b": cost}))
-        assert time.monotonic() - started < 0.05
+        # The offers came back with the writer's PATCH still unanswered: they never waited on the API (asked of
+        # the answer, not of a clock: a loaded machine stretches any call).
+        assert (writer.offers, writer.patches_in_flight, slow.released.is_set()) == (4, in_flight, False)
+        slow.release()
         async with asyncio.timeout(5):
             while costs_in(kube, "pod-a")["pod-a"] is None:
                 await asyncio.sleep(0.05)
