@@ -4,18 +4,22 @@ the real decision code, a refresher holding them, and TLS contexts for both ends
 from __future__ import annotations
 
 import ssl
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import trustme
+from aiohttp.test_utils import TestClient
 
+from autoscaler.api.app import build_api_app
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot, RuntimeView
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
-from autoscaler.sources.base import SourceDefaults
+from autoscaler.sources.base import MetricSource, SourceDefaults
 from tests.support.certificates import issue_cert
 
 NOW = 1_700_000_000.0
@@ -57,6 +61,15 @@ def refresher_with(*views: RuntimeView, metrics: AdapterMetrics | None = None, r
     refresher.views = {view.key: view for view in views}
     refresher.refreshes = 1 if ready else 0
     return refresher
+
+
+async def served_source(source: MetricSource, clock: Callable[[], float],
+                        aiohttp_client: Callable[..., Awaitable[TestClient[Any, Any]]]
+                        ) -> tuple[Refresher, TestClient[Any, Any]]:
+    """`source` refreshed on `clock` (its wall and monotonic time alike) by the built-in policy, and a client of
+    the API serving it: what a test of what /debug says of a source's answers refreshes and reads."""
+    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=clock, monotonic=clock)
+    return refresher, await aiohttp_client(build_api_app(refresher, refresher.metrics))
 
 
 @dataclass

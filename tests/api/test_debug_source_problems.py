@@ -16,7 +16,6 @@ from aiohttp.test_utils import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.api.app import build_api_app
 from autoscaler.api.debug_document import debug_json, explanation
 from autoscaler.api.render import SnapshotPublisher
 from autoscaler.kube.timestamps import rfc3339
@@ -27,7 +26,7 @@ from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import PodTarget, RuntimeInventory, SourceProblem
 from autoscaler.sources.prometheus import PrometheusSource
 from autoscaler.sources.scrape import ScrapeSource
-from tests.api.builders import runtime_view
+from tests.api.builders import runtime_view, served_source
 from tests.sources.static_discovery import StaticDiscovery
 from tests.support.debug_answers import debug_body
 from tests.support.ports import free_port
@@ -61,8 +60,7 @@ async def test_debug_shows_why_prometheus_fails_and_since_when(aiohttp_client: C
     port = free_port()  # nothing listens there: connection refused
     discovery = StaticDiscovery.of({(KEY.namespace, KEY.deployment): ["triton-0", "triton-1"]})
     source = PrometheusSource(discovery, f"http://127.0.0.1:{port}", timeout_s=2.0, clock=clock)
-    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=clock, monotonic=clock)
-    client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
+    refresher, client = await served_source(source, clock, aiohttp_client)
     try:
         await refresher.refresh_once()
         clock.now += 15
@@ -95,8 +93,7 @@ async def test_debug_shows_which_exporter_fails_and_since_when(aiohttp_client: C
     pods = (PodTarget("triton-0", ready=True, url=f"http://127.0.0.1:{port}/metrics"),)
     discovery = StaticDiscovery([RuntimeInventory(KEY, pods)])
     source = ScrapeSource(discovery, timeout_s=2.0, clock=clock)
-    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=clock, monotonic=clock)
-    client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
+    refresher, client = await served_source(source, clock, aiohttp_client)
     try:
         await refresher.refresh_once()
         clock.now += 60  # past the backoff: tried again, still refused
@@ -116,8 +113,7 @@ async def test_debug_shows_discovery_out_of_date(aiohttp_client: ClientFactory) 
     discovery = StaticDiscovery.of({(KEY.namespace, KEY.deployment): ["triton-0"]})
     discovery.healthy = False
     source = ScrapeSource(discovery, clock=clock)
-    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=clock, monotonic=clock)
-    client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
+    refresher, client = await served_source(source, clock, aiohttp_client)
     try:
         await refresher.refresh_once()
         [problem] = (await debug(client))["source"]["problems"]

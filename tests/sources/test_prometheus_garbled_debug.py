@@ -17,15 +17,12 @@ import pytest
 from aiohttp.test_utils import TestClient
 from pytest_aiohttp import AiohttpServer
 
-from autoscaler.api.app import build_api_app
 from autoscaler.kube.timestamps import rfc3339
-from autoscaler.policies.config import PolicyBook
-from autoscaler.refresher import Refresher
-from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.source_problems import REASON_GARBAGE
 from autoscaler.sources import prometheus as source_module
 from autoscaler.sources.prometheus import PrometheusSource
 from exporter import names
+from tests.api.builders import served_source
 from tests.sources.conftest import StartPrometheus
 from tests.sources.prometheus_stub import two_pods, two_pods_answering
 from tests.sources.test_prometheus_source import AGE_S, TRITON, exporter_series, signals
@@ -60,8 +57,7 @@ async def test_nan_infinite_or_negative_values_from_prometheus_are_a_debug_probl
     clock = SteppedClock(now)
     source = PrometheusSource(two_pods(TRITON), prom.url, clock=clock)
     sources.append(source)
-    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=clock, monotonic=clock)
-    client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
+    refresher, client = await served_source(source, clock, aiohttp_client)
     with caplog.at_level(logging.WARNING, logger=source_module.__name__):
         await refresher.refresh_once()
         clock.now += 15

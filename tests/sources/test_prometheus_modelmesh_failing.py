@@ -16,13 +16,9 @@ from hypothesis import strategies as st
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler import cli
-from autoscaler.api.app import build_api_app
 from autoscaler.kube.timestamps import rfc3339
 from autoscaler.model import RuntimeKey
-from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.refresher import Refresher
-from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.server import build_source
 from autoscaler.settings import settings_from_args
 from autoscaler.source_problems import REASON_GARBAGE
@@ -31,6 +27,7 @@ from autoscaler.sources.base import SourceProblem
 from autoscaler.sources.prometheus import PrometheusSource
 from autoscaler.sources.prometheus_unseen import REASON_UNSEEN, UNSEEN_WARN_AFTER_S
 from exporter import names
+from tests.api.builders import served_source
 from tests.fakes.prometheus import Sample
 from tests.sources.conftest import StartPrometheus
 from tests.sources.prometheus_stub import Answers, answering_prometheus, series_at, two_pods, two_pods_answering
@@ -70,8 +67,7 @@ async def test_a_modelmesh_that_fails_after_a_good_read_is_named_as_why_the_pod_
     clock = SteppedClock(now)
     source = PrometheusSource(two_pods(TRITON), prom.url, clock=clock)
     sources.append(source)
-    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=clock, monotonic=clock)
-    client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
+    refresher, client = await served_source(source, clock, aiohttp_client)
     with caplog.at_level(logging.INFO, logger=source_module.__name__):
         await refresher.refresh_once()
         await refresher.refresh_once()  # (the same instant: Prometheus's clock is ours)

@@ -24,20 +24,17 @@ from aiohttp.test_utils import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autoscaler.api.app import build_api_app
 from autoscaler.kube.timestamps import rfc3339
 from autoscaler.model import RuntimeKey
 from autoscaler.names import ServedMetric
-from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.refresher import Refresher
-from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources import prometheus as source_module
 from autoscaler.sources.answered_pod import REASON_OTHER_POD, names_another_pod
 from autoscaler.sources.base import PodTarget
 from autoscaler.sources.prometheus import PrometheusSource
 from exporter import names
 from exporter.pod_identity import PodIdentity
+from tests.api.builders import served_source
 from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
 from tests.sources.conftest import StartPrometheus
 from tests.sources.static_discovery import StaticDiscovery
@@ -110,8 +107,7 @@ async def serving(start_prometheus: StartPrometheus, sources: list[PrometheusSou
     source = PrometheusSource(StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): PODS}), prom.url,
                               clock=clock, **flags)
     sources.append(source)
-    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=clock, monotonic=clock)
-    client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
+    refresher, client = await served_source(source, clock, aiohttp_client)
     await refresher.refresh_once()
     clock.now += RuntimePolicy().max_staleness_s + 1  # the grace (`warmup_grace_s`'s default)
     await refresher.refresh_once()
