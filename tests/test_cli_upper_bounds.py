@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscaler import cli
-from autoscaler.policies.recommendation import PROPOSAL_LIMIT
+from autoscaler.policies.policy import PROPOSAL_LIMIT
 from tests.support.ports import free_port
 from tests.support.processes import TEST_PROCESS_ENV, running, start, stop, wait_until_logged
 from tests.test_serve_leader_flags import KUBECONFIG

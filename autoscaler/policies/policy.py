@@ -16,6 +16,7 @@ PROPOSAL_LIMIT: Final = 1_000_000
 not beside the arithmetic it bounds (`autoscaler.policies.recommendation`): the policy's own limits on
 min/max_replicas name it, and `serve`'s flags are built without loading the recommendation's modules."""
 
+
 @dataclass(frozen=True, slots=True)
 class RuntimePolicy:
     skew_order: float = 2.0

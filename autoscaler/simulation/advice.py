@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from autoscaler.policies.policy import PROPOSAL_LIMIT
 from autoscaler.policies.policy_values import SCALE_DOWN_TAU_RANGE_S, TARGET_LRU_AGE_RANGE_S
-from autoscaler.policies.recommendation import PROPOSAL_LIMIT
 from autoscaler.simulation.evidence import MOVED, caveat_text, evidence
 from autoscaler.simulation.figures import ratio_text
 from autoscaler.simulation.goal import LABELS, POD_HOURS, delay_limit

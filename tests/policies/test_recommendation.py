@@ -13,9 +13,9 @@ from autoscaler.model import PodSample
 from autoscaler.names import ServedMetric
 from autoscaler.policies.aggregation import aggregate
 from autoscaler.policies.decision import decide
-from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.policy import PROPOSAL_LIMIT, RuntimePolicy
 from autoscaler.policies.power_mean import power_mean
-from autoscaler.policies.recommendation import PROPOSAL_LIMIT, ceil_pods, recommend
+from autoscaler.policies.recommendation import ceil_pods, recommend
 from tests.policies.builders import NOW, PROPERTIES, pod, pods_with, snapshot
 
 
