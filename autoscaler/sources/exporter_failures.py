@@ -18,7 +18,8 @@ from typing import Final
 from autoscaler.kube.timestamps import rfc3339
 from exporter import names
 
-_MODELMESH_COLLECTOR: Final = f'{{collector="{names.COLLECTOR_MODELMESH}"}}'
+MODELMESH_COLLECTOR: Final = f'{{collector="{names.COLLECTOR_MODELMESH}"}}'
+"""The label set of the exporter's ModelMesh collector's series, as the words name them."""
 
 NEVER_READ: Final = "no good read since it started"
 """`cannot_read_modelmesh`'s `since` for an exporter with no ModelMesh success time: it never read ModelMesh."""
@@ -29,7 +30,7 @@ def failed_reads_said(counts: Iterable[tuple[str, float]]) -> str:
     12 failed reads`; or what is missing, from an exporter that does not count them by reason."""
     said = [f"{reason}: {count:,.0f}" for reason, count in counts]
     if not said:
-        return f"no {names.SCRAPE_ERRORS_TOTAL}{{collector=\"{names.COLLECTOR_MODELMESH}\"}} to say why"
+        return f"no {names.SCRAPE_ERRORS_TOTAL}{MODELMESH_COLLECTOR} to say why"
     return f"{', '.join(said)} failed reads"
 
 
@@ -37,7 +38,7 @@ def modelmesh_fails_after(last_read: float, failures: str) -> str:
     """An exporter whose ModelMesh collector fails after a good read at `last_read`, whose values it still serves
     (`failures`: its failed reads by reason, `failed_reads_said`): the same words whichever source reads it."""
     return (f"its exporter cannot read ModelMesh since its last good read at {rfc3339(last_read)} ({failures}; "
-            f"{names.COLLECTOR_SUCCESS}{_MODELMESH_COLLECTOR} 0), so it serves that read's "
+            f"{names.COLLECTOR_SUCCESS}{MODELMESH_COLLECTOR} 0), so it serves that read's "
             "values and the pod turns stale: check the pod's ModelMesh container (restarting, overloaded, its metrics "
             "port) and the exporter's log, which says why ('modelmesh collector failed (REASON)')")
 
@@ -45,7 +46,7 @@ def modelmesh_fails_after(last_read: float, failures: str) -> str:
 def cannot_read_modelmesh(since: str) -> str:
     """An exporter whose ModelMesh collector fails and that serves no load signals (`since`: `NEVER_READ`, or since
     when), with what to check: the same words whichever source reads it."""
-    return (f"its exporter cannot read ModelMesh ({names.COLLECTOR_SUCCESS}{_MODELMESH_COLLECTOR} 0, {since}), so "
+    return (f"its exporter cannot read ModelMesh ({names.COLLECTOR_SUCCESS}{MODELMESH_COLLECTOR} 0, {since}), so "
             "it publishes no load signals and the pod's are held: check the exporter's --modelmesh-url and, for an "
             "https URL, that the CA in its --modelmesh-ca-file signs ModelMesh's certificate; the exporter's log says "
             "why ('modelmesh collector failed (REASON)')")

@@ -42,7 +42,12 @@ from autoscaler.sources.base import (
     SourceProblem,
     ongoing_problem,
 )
-from autoscaler.sources.exporter_failures import NEVER_READ, cannot_read_modelmesh, modelmesh_fails_after
+from autoscaler.sources.exporter_failures import (
+    MODELMESH_COLLECTOR,
+    NEVER_READ,
+    cannot_read_modelmesh,
+    modelmesh_fails_after,
+)
 from autoscaler.sources.exposition import ExporterReading, ExpositionError, read_exporter_text
 from autoscaler.sources.held_gpu import with_gpu_read, with_last_gpu
 from autoscaler.sources.pending_rates import PendingRates
@@ -511,12 +516,9 @@ def _keep_only(by_runtime: dict[RuntimeKey, dict[_Pod, SourceProblem]], kept: se
             del by_runtime[runtime]
 
 
-_MODELMESH_COLLECTOR: Final = f'{{collector="{names.COLLECTOR_MODELMESH}"}}'
-
-
 def _rates_never_came(reads: int) -> str:
     """An exporter whose ModelMesh reads work but whose rates have not come after `reads` of them."""
-    return (f"its exporter read ModelMesh {reads} times ({names.LAST_SUCCESS_TIMESTAMP}{_MODELMESH_COLLECTOR} "
+    return (f"its exporter read ModelMesh {reads} times ({names.LAST_SUCCESS_TIMESTAMP}{MODELMESH_COLLECTOR} "
             "moved) and still publishes no request rate (a rate needs two reads), so the pod's load signals are "
             "held: the exporter's log says why (ModelMesh restarting, or reads further apart than its --load-window)")
 
