@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import sys  # built in: with the package's own __init__, all that loads before main's Ctrl-C handling
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False
+"""True for mypy alone (it reads the name so), where `from typing import TYPE_CHECKING` loaded `typing`
+before `main`: a Ctrl-C during that import was a traceback (tests/test_cli_ctrl_c_window.py)."""
 
 if TYPE_CHECKING:
     import argparse
