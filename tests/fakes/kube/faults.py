@@ -44,6 +44,7 @@ class RecordedRequest:
     name: str | None = None
     status: int | None = None  # the answer's status code; 200 for a watch stream once it started
     answered: int | None = None  # the order in which the fake produced its answers: the order writes took effect
+    events: int = 0  # the lines a watch stream has sent so far (ERROR and BOOKMARK events too)
 
 
 RECORD: Final = web.RequestKey("fake_kube_record", RecordedRequest)

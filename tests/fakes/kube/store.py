@@ -408,7 +408,7 @@ class ObjectStore:
             request[RECORD].status = response.status
             for line in initial:
                 await response.write(json.dumps(line).encode() + b"\n")
-                sent += 1
+                sent = request[RECORD].events = sent + 1
                 if drop_after is not None and sent >= drop_after:
                     return _dropped(request, response)
             if cut:
@@ -422,7 +422,7 @@ class ObjectStore:
                             return _dropped(request, response)
                         break
                     await response.write(json.dumps(item).encode() + b"\n")
-                    sent += 1
+                    sent = request[RECORD].events = sent + 1
                     if drop_after is not None and sent >= drop_after:
                         return _dropped(request, response)
         except TimeoutError:
