@@ -14,6 +14,7 @@ series exists (tests/test_no_created_series.py scrapes both formats).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import Final, Literal, get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, disable_created_metrics
 from prometheus_client.registry import Collector
@@ -29,9 +30,16 @@ from autoscaler.values_age import ValuesAge
 from exporter import build_info
 from exporter.names import BUILD_INFO_LABELS
 
-DELETION_COST_PATCH_RESULTS = ("ok", "not_found", "retried", "failed")
-BRIDGE_WRITES = ("servingruntime_replicas", "runtimescale_replicas", "runtimescale_status")
-BRIDGE_WRITE_RESULTS = ("ok", "retried", "failed")
+DeletionCostPatchResult = Literal["ok", "not_found", "retried", "failed"]
+"""A deletion-cost PATCH's `result` label. One type for the writer and the series made at 0 (`get_args`): a result
+the writer counts but nobody made at 0 would appear at its first count, with no rate for the alert to see."""
+DELETION_COST_PATCH_RESULTS: Final = get_args(DeletionCostPatchResult)
+BridgeWrite = Literal["servingruntime_replicas", "runtimescale_replicas", "runtimescale_status"]
+"""What a bridge write wrote (`write` label of `bridge_writes_total`)."""
+BRIDGE_WRITES: Final = get_args(BridgeWrite)
+BridgeWriteResult = Literal["ok", "retried", "failed"]
+"""A bridge write's `result` label: one type for the bridge and the series made at 0, as `DeletionCostPatchResult`."""
+BRIDGE_WRITE_RESULTS: Final = get_args(BridgeWriteResult)
 
 
 class AdapterMetrics:
@@ -314,6 +322,14 @@ class AdapterMetrics:
         last = self._scale_reasons.pop((namespace, name), None)
         if last is not None:
             self.runtime_scale_not_ready.remove(namespace, name, last)
+
+    def deletion_cost_patched(self, result: DeletionCostPatchResult) -> None:
+        """Count one deletion-cost PATCH by `result`, a label made at 0 (mypy holds the writer to the type)."""
+        self.deletion_cost_patches.labels(result).inc()
+
+    def bridge_wrote(self, write: BridgeWrite, result: BridgeWriteResult) -> None:
+        """Count one bridge write by what it wrote and `result`, labels made at 0 (as `deletion_cost_patched`)."""
+        self.bridge_writes.labels(write, result).inc()
 
     def watch_started(self, watch: Watched, scope: str | None) -> None:
         """A loop runs: each cause from 0 (a series that first appears at 1 has no increase() in Prometheus), and

@@ -50,7 +50,7 @@ from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.raw import JSON
 from autoscaler.kube.timestamps import rfc3339
-from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.selfmetrics import AdapterMetrics, BridgeWrite
 
 log = logging.getLogger("autoscaler.actuation.bridge")
 
@@ -342,7 +342,7 @@ class RuntimeScaleReconciler:
             memory = self._memory[key] = ScaleMemory()
         return memory
 
-    async def _patch(self, write: str, resource: CustomResource, namespace: str, name: str, patch: JSON,
+    async def _patch(self, write: BridgeWrite, resource: CustomResource, namespace: str, name: str, patch: JSON,
                      subresource: str | None = None) -> JSON:
         """One merge patch, counted by what it writes and how it ended; none once this replica stopped leading
         (`NotLeading`): one reconcile makes up to three writes, and the Lease's safety margin covers one call
@@ -353,11 +353,11 @@ class RuntimeScaleReconciler:
             result = await self._client.merge_patch_custom(resource, namespace, name, patch, subresource=subresource)
         except KubeApiError as error:
             if self._metrics is not None:
-                self._metrics.bridge_writes.labels(write, "retried" if error.retryable else "failed").inc()
+                self._metrics.bridge_wrote(write, "retried" if error.retryable else "failed")
             self._throttle.note(error)
             raise
         if self._metrics is not None:
-            self._metrics.bridge_writes.labels(write, "ok").inc()
+            self._metrics.bridge_wrote(write, "ok")
         version = (result.get("metadata") or {}).get("resourceVersion")
         if resource is RUNTIME_SCALES and isinstance(version, str):
             self._remember((namespace, name)).wrote(version)

@@ -69,7 +69,7 @@ from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.policies.ranking import COST_SPACING
 from autoscaler.ranking_hold import CostsPending, HoldReason
-from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.selfmetrics import AdapterMetrics, DeletionCostPatchResult
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ class DeletionCostWriter:
         self._throttle = ServerThrottle(self.settings.backoff_cap_s)
         self._planned_at = -math.inf  # when the last pass planned: retries due by then were looked at
         self._failing: dict[FailureCause, set[PodId]] = {}  # causes warned about, with the pods still failing
-        self._pass_failures: dict[FailureCause, list[tuple[PodId, str, float, KubeApiError]]] = {}
+        self._pass_failures: dict[FailureCause, list[tuple[PodId, DeletionCostPatchResult, float, KubeApiError]]] = {}
         self._in_flight: set[asyncio.Task[None]] = set()
         self._overwritten: set[PodId] = set()  # pods carrying another writer's cost, or fought: said once a spell
         self._foreign_now: set[PodId] = set()  # pods carrying another writer's cost at the last plan
@@ -665,14 +665,14 @@ class DeletionCostWriter:
         record.fought = record.fought or fought
         record.failures, record.retry_at, record.refused = 0, -math.inf, None
         self._clear_failure(pod)
-        self._metrics.deletion_cost_patches.labels("ok").inc()
+        self._metrics.deletion_cost_patched("ok")
         self._metrics.pod_deletion_cost.labels(*pod).set(patch.cost)
 
     def _failed(self, pod: PodId, record: PodRecord, error: KubeApiError) -> None:
         now = self._clock()
         if error.status == 404:
             log.debug("pod %s/%s is gone; no deletion cost to write", *pod)
-            self._metrics.deletion_cost_patches.labels("not_found").inc()
+            self._metrics.deletion_cost_patched("not_found")
             self._remove_series(pod, record)
             self.records[pod] = PodRecord(retry_at=now + self.settings.min_interval_s)
             self._clear_failure(pod)  # nothing left to write
@@ -680,6 +680,7 @@ class DeletionCostWriter:
         record.failures += 1
         record.refused = status = error.status if error.status is not None else "no answer"
         self._throttle.note(error)
+        result: DeletionCostPatchResult
         if error.retryable:
             record.retry_at = now + retry_delay(record.failures, self.settings.backoff_base_s,
                                                 self.settings.backoff_cap_s, self._rand(), error.retry_after_s)
@@ -687,7 +688,7 @@ class DeletionCostWriter:
         else:
             record.retry_at = now + self.settings.max_interval_s
             result = "failed"
-        self._metrics.deletion_cost_patches.labels(result).inc()
+        self._metrics.deletion_cost_patched(result)
         self._metrics.deletion_cost_patch_errors.labels(str(error.status) if error.status is not None else "none").inc()
         cause = (status, None if error.retryable else pod[0])
         self._pass_failures.setdefault(cause, []).append((pod, result, record.retry_at - now, error))
