@@ -17,14 +17,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from autoscaler.sources.exposition import modelmesh_failed_reads
 from exporter import names
+from exporter.collectors.health import CollectorHealth
 from tests.exporter.conftest import ExporterPod
 from tests.fakes.nvml import FakeNvml
 from tests.manifests.support import GRAFANA, PROMETHEUS, label_matchers, load_yaml
+from tests.support.clock import SteppedClock
 from tests.support.processes import free_port, http_get, poll, running
 
 REASONS = {
@@ -149,3 +154,33 @@ async def test_the_adapter_names_only_the_reasons_that_failed(
     await pod.port.down()  # the ModelMesh container gone: its port refuses
     await pod.read_modelmesh(5)
     assert modelmesh_failed_reads(await pod.metrics_text()) == "connect: 1 failed reads"
+
+
+READS = st.lists(st.one_of(st.none(), st.sampled_from(sorted((collector, reason)
+                                                              for collector, reasons in REASONS.items()
+                                                              for reason in reasons))), max_size=40)
+"""Collections: None for a good one, else the collector that failed and why."""
+
+
+@settings(max_examples=100, deadline=None)
+@given(reads=READS)
+def test_no_failure_count_first_appears_above_0_whatever_fails(reads: list[tuple[str, str] | None]) -> None:
+    """Whatever fails, in any order, every failure count Prometheus will see was there at 0 before, and each failure
+    adds one to one of them."""
+    health = CollectorHealth(clock=SteppedClock())
+    for collector in REASONS:
+        health.register(collector)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(health)
+    seen = errors_by_label(generate_latest(registry).decode())
+    assert set(seen.values()) == {0.0}, seen
+    for read in reads:
+        if read is None:
+            health.succeeded("modelmesh")
+            health.succeeded("gpu")
+        else:
+            health.failed(*read, "down")
+        now = errors_by_label(generate_latest(registry).decode())
+        assert now.keys() == seen.keys(), now  # no new series: each was at 0 before it counted
+        assert sum(now.values()) - sum(seen.values()) == (0 if read is None else 1)
+        seen = now
