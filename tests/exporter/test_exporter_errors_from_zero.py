@@ -2,7 +2,7 @@
 counts, before anything failed.
 
 The series was made at a collector's first failure, at 1, and Prometheus sees no increase in a series that first
-appears at 1: the dashboard's "Exporter scrape errors" panel (`rate(...)`) never showed a pod's first failure of a
+appears at 1: the dashboard's "Exporter errors" panel (`rate(...)`) never showed a pod's first failure of a
 reason, and a rule a user writes with increase() on it missed the first failure (the adapter's counters had the same
 defect: tests/api/test_alerted_counters_from_zero.py). The exporter is the real process, reading a healthy ModelMesh
 stand-in and a fake NVML's idle GPUs.
@@ -27,6 +27,7 @@ from autoscaler.sources.exposition import modelmesh_failed_reads
 from exporter import names
 from exporter.collectors.health import CollectorHealth
 from tests.exporter.conftest import ExporterPod
+from tests.exporter.test_exporter_app import promtool_findings
 from tests.fakes.nvml import FakeNvml
 from tests.manifests.support import GRAFANA, PROMETHEUS, label_matchers, load_yaml
 from tests.support.clock import SteppedClock
@@ -92,6 +93,7 @@ def every_collector(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_each_collector_publishes_each_reason_it_counts_at_0_before_any_failure(every_collector: str) -> None:
     expected = {(collector, reason): 0.0 for collector, reasons in REASONS.items() for reason in reasons}
     assert errors_by_label(every_collector) == expected
+    assert promtool_findings(every_collector) == (0, "")
 
 
 def test_with_no_gpu_only_the_modelmesh_collectors_reasons_are_published(tmp_path: Path) -> None:
