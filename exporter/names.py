@@ -75,6 +75,14 @@ REASON_TLS: Final = "tls"
 REASON_HTTP: Final = "http"
 REASON_NVML: Final = "nvml"
 REASON_INTERNAL: Final = "internal"
+COLLECTOR_REASONS: Final[dict[str, tuple[str, ...]]] = {
+    COLLECTOR_MODELMESH: (REASON_CONNECT, REASON_TIMEOUT, REASON_TLS, REASON_HTTP, REASON_PARSE, REASON_INTERNAL),
+    COLLECTOR_GPU: (REASON_NVML, REASON_TIMEOUT, REASON_INTERNAL, REASON_CONNECT),
+}
+"""The reasons each collector counts its failures by in `SCRAPE_ERRORS_TOTAL`, each published at 0 from the
+collector's start: Prometheus sees no increase in a series that first appears at 1, so rate() and increase() missed a
+collector's first failure of a reason. The GPU collector's `connect` is the kubelet's, when the pod's own GPUs
+could not be told."""
 
 # DCGM exporter's GPU utilisation (percent), for the adapter's `--gpu-source dcgm`.
 DCGM_GPU_UTIL: Final = "DCGM_FI_DEV_GPU_UTIL"

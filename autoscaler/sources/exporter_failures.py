@@ -27,8 +27,9 @@ NEVER_READ: Final = "no good read since it started"
 
 def failed_reads_said(counts: Iterable[tuple[str, float]]) -> str:
     """An exporter's failed ModelMesh reads by reason, for a person: `http: 12 failed reads`, `connect: 3, http:
-    12 failed reads`; or what is missing, from an exporter that does not count them by reason."""
-    said = [f"{reason}: {count:,.0f}" for reason, count in counts]
+    12 failed reads`; or what is missing, from an exporter that does not count them by reason. A reason at 0 is
+    none: the exporter publishes each from its start, so that a rate over them sees the first failure."""
+    said = [f"{reason}: {count:,.0f}" for reason, count in counts if count]
     if not said:
         return f"no {names.SCRAPE_ERRORS_TOTAL}{MODELMESH_COLLECTOR} to say why"
     return f"{', '.join(said)} failed reads"

@@ -55,8 +55,11 @@ class CollectorHealth(Collector):
         self._states: dict[str, _State] = {}
 
     def register(self, collector: str) -> None:
-        """Make a collector's series appear (success 0) before its first attempt."""
-        self._state(collector)
+        """Make a collector's series appear before its first attempt: success 0, and its failures at 0 for each
+        reason it counts (`names.COLLECTOR_REASONS`), so that a rate over them sees the first failure."""
+        errors = self._state(collector).errors
+        for reason in names.COLLECTOR_REASONS.get(collector, ()):
+            errors.setdefault(reason, 0)
 
     def _state(self, collector: str) -> _State:
         state = self._states.get(collector)
