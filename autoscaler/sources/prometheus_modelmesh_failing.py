@@ -77,14 +77,16 @@ class ModelMeshFailing:
     counts each such answer), logged when it starts and when it ends (a line each, or one line naming a few:
     `log_lists`), and a `garbage` problem of the pod in /debug meanwhile. One that never read it (`never_read`) is
     shown at once but counted and logged only once it has been so for `max_staleness_s`: a new pod's exporter may
-    not have read its ModelMesh yet when Prometheus last scraped it, and a rollout is no error."""
+    not have read its ModelMesh yet when Prometheus last scraped it, and a rollout is no error. One said after a
+    good read that turns never read is said again at once: its exporter started again, /debug's words change, and
+    nothing else would say why."""
 
     def __init__(self, url: str, count: Callable[[str], None], max_staleness_s: float) -> None:
         self._url = url
         self._count = count
         self._max_staleness_s = max_staleness_s
         self._since: dict[PodRef, float] = {}  # the failing pods, since the first answer saying so
-        self._said: set[PodRef] = set()  # those whose start the log said
+        self._said: dict[PodRef, bool] = {}  # those whose start the log said: whether as never read
         self._problems: dict[RuntimeKey, dict[str, SourceProblem]] = {}
         self.never_read: frozenset[PodRef] = frozenset()
         """The Ready pods whose exporter says it fails and has no ModelMesh success time, at the last answer: their
@@ -105,6 +107,7 @@ class ModelMeshFailing:
         current: dict[PodRef, float] = {}
         never_read: set[PodRef] = set()
         started: list[tuple[PodRef, str]] = []
+        restarted: list[tuple[PodRef, str]] = []  # said after a good read, now never read: its exporter started again
         for key, runtime in inventory.items():
             for pod in runtime.pods:
                 ref = (key.namespace, pod.name)
@@ -119,7 +122,10 @@ class ModelMeshFailing:
                 else:
                     continue  # a garbled freshness series: `prometheus_garbage` says it
                 current[ref] = self._since.get(ref, now)
-                if ref not in never_read or now - current[ref] >= self._max_staleness_s:
+                if ref in self._said and ref in never_read and not self._said[ref]:
+                    restarted.append((ref, detail))
+                    self._count(REASON_GARBAGE)
+                elif ref not in never_read or now - current[ref] >= self._max_staleness_s:
                     self._count(REASON_GARBAGE)
                     if ref not in self._said:
                         started.append((ref, detail))
@@ -127,7 +133,9 @@ class ModelMeshFailing:
                     REASON_GARBAGE, f"Prometheus at {self._url}: {detail}", current[ref], pod.name)
         ended = sorted(ref for ref in self._said if ref not in current)
         self._say(started, ended)
-        self._said = {ref for ref in self._said if ref in current} | {ref for ref, _ in started}
+        self._say_restarted(restarted)
+        self._said = {ref: self._said[ref] for ref in self._said if ref in current}
+        self._said.update((ref, ref in never_read) for ref, _ in (*started, *restarted))
         self._since, self._problems, self.never_read = current, found, frozenset(never_read)
 
     def problems(self, key: RuntimeKey) -> tuple[SourceProblem, ...]:
@@ -137,7 +145,7 @@ class ModelMeshFailing:
     def forget(self, known: Collection[PodRef]) -> None:
         """Drop the pods discovery no longer lists."""
         self._since = {ref: since for ref, since in self._since.items() if ref in known}
-        self._said.intersection_update(known)
+        self._said = {ref: never for ref, never in self._said.items() if ref in known}
 
     def _say(self, started: list[tuple[PodRef, str]], ended: list[PodRef]) -> None:
         if len(started) <= NAMED:
@@ -151,6 +159,21 @@ class ModelMeshFailing:
         if ended:
             log.info("Prometheus at %s says the exporters of %s read ModelMesh again (or the pods are no longer "
                      "Ready)", self._url, few([f"{ns}/{pod}" for ns, pod in ended]))
+
+
+    def _say_restarted(self, restarted: list[tuple[PodRef, str]]) -> None:
+        """Pods said after a good read whose exporter started again with ModelMesh still unread: a line each, or one
+        naming a few (a sidecar's rollout over a fleet whose ModelMesh fails everywhere)."""
+        if len(restarted) <= NAMED:
+            for (namespace, name), detail in restarted:
+                log.warning("Prometheus at %s says pod %s/%s's exporter started again with ModelMesh still unread "
+                            "(the last good read's values are held at their time, stale): %s", self._url, namespace,
+                            name, detail)
+        elif restarted:
+            pods = few([f"{namespace}/{name}" for (namespace, name), _ in sorted(restarted)])
+            log.warning("Prometheus at %s says the exporters of %d pods started again with ModelMesh still unread "
+                        "(%s): the last good reads' values are held at their time, stale; /debug says each one's "
+                        "failure", self._url, len(restarted), pods)
 
 
 def _counts(raw: Mapping[str, str]) -> list[tuple[str, float]]:

@@ -297,3 +297,30 @@ async def test_only_pods_prometheus_has_nothing_of_are_blamed_on_its_scraping(
     assert source.errors[REASON_GARBAGE] == len(never_read), source.errors
     read = {pod.name: pod.requests_per_second for snapshot in snapshots for pod in snapshot.pods}
     assert read == {pod: 7.0 if state[pod] == "reads" else None for pod in PODS}, read
+
+
+async def test_an_exporter_that_starts_again_while_modelmesh_stays_broken_is_said_again(
+        aiohttp_server: AiohttpServer, sources: list[PrometheusSource], caplog: pytest.LogCaptureFixture,
+        now: float) -> None:
+    """a-1's exporter cannot read ModelMesh after a good read, then starts again (an OOM kill, a rollout of the
+    sidecar) with ModelMesh still broken: the last good read's values are gone with the old process, and /debug's
+    words turn from "since its last good read" to "no good read since it started", while the source holds the
+    last good values at their time. Was: the log said only the first; the exporter's restart went unsaid."""
+    stub = await two_pods_answering(aiohttp_server, TRITON, now, sources)
+    source, answers, series = stub.source, stub.answers, stub.series
+    failing = source.queries[-1]
+    stub.answer(now - 5, 40.0)
+    answers[failing] = [series("a-1", 0.0)]
+    with caplog.at_level(logging.INFO, logger=source_module.__name__):
+        await source.collect(now)
+        answers[stub.freshness] = [series("a-2", now + 10)]  # a-1's new exporter has no success time
+        answers[stub.rps] = [series("a-2", 10.0)]
+        for step in (15, 30):  # said once, not at each refresh
+            [snapshot] = await source.collect(now + step)
+
+    [problem] = source.problems(TRITON)
+    assert NEVER_SAID in problem.detail, problem.detail
+    lines = [record.getMessage() for record in caplog.records if "team-a/a-1" in record.getMessage()]
+    assert len(lines) == 2, lines
+    assert SAID in lines[0] and NEVER_SAID in lines[1] and "started again" in lines[1], lines
+    assert [(pod.requests_per_second, pod.sampled_at) for pod in snapshot.pods] == [(40.0, now - 5), (10.0, now + 10)]
