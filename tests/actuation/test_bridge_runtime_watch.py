@@ -343,7 +343,7 @@ async def test_a_tool_fighting_every_runtime_at_once_is_one_warning(
 
 
 async def test_a_refused_set_back_waits_for_its_retry_whatever_the_runtimes_controller_writes(
-    kube: FakeKubeApi, kube_client: KubeClient
+    kube: FakeKubeApi, kube_client: KubeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The set-back of a hand edit is refused (RBAC 403 on patch; an admission webhook's 422 alike), and the
     modelmesh-serving controller writes the runtime's annotations every 50 ms (replicas untouched). Each of its
@@ -351,16 +351,19 @@ async def test_a_refused_set_back_waits_for_its_retry_whatever_the_runtimes_cont
     retry's own schedule (the resync, 15 s)."""
     fleet(kube, 3)
     bridge = ReplicaBridge(kube_client, namespaces=[NS])  # the default resync, 15 s
+    handed = HandedOver(bridge, monkeypatch)
     async with running(kube, kube_client, bridge, 3):
         hpa_writes(kube, rt(1), 6)
         assert await set_back_after(kube, rt(1), 6) is not None, "the HPA's ask not carried"
         kube.forbid("patch", "servingruntimes")
         kube.clear_requests()
         hand_edit(kube, rt(1), 2)
+        await eventually(lambda: runtime_patches(kube, rt(1)) >= 1)  # the set-back, refused
         for beat in range(30):
             await asyncio.sleep(0.05)
             kube.update_object("servingruntimes", NS, rt(1), partial(controller_beat, beat=beat))
-        await asyncio.sleep(0.1)
+        await handed.caught_up(kube, rt(1))  # the last beat handed over
+        await asyncio.sleep(0.1)  # and no write follows it
     assert runtime_patches(kube, rt(1)) == 1
     assert kube.serving_runtime_replicas(NS, rt(1)) == 2
 
