@@ -12,6 +12,7 @@ import contextlib
 import itertools
 import logging
 import time
+from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
 
@@ -48,6 +49,28 @@ HOURLY = BridgeSettings(resync_interval_s=3600.0)
 """A resync that no test outlives: a set-back seen came from the watch, not from the full pass."""
 
 
+class HandedOver:
+    """Every object the bridge's two watches hand it (`wake`, `runtime_changed`), as (resource, name,
+    resourceVersion) in order: the fake's last write of a runtime or RuntimeScale has been acted on once its echo is
+    here, so a test that checks that nothing more follows waits for that, not for a span of the clock."""
+
+    def __init__(self, bridge: ReplicaBridge, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.seen: list[tuple[str, str, str]] = []
+        for resource, method in (("runtimescales", "wake"), ("servingruntimes", "runtime_changed")):
+            monkeypatch.setattr(bridge, method, partial(self._handed, resource, getattr(bridge, method)))
+
+    def _handed(self, resource: str, told: Callable[[JSON | None], None], obj: JSON | None = None) -> None:
+        if obj is not None:
+            self.seen.append((resource, obj["metadata"]["name"], obj["metadata"]["resourceVersion"]))
+        told(obj)
+
+    async def caught_up(self, kube: FakeKubeApi, name: str) -> None:
+        """Until runtime `name` and its RuntimeScale, as the fake holds them now, have been handed over."""
+        def current(resource: str) -> tuple[str, str, str]:
+            return resource, name, kube.stored(resource, NS, name)["metadata"]["resourceVersion"]
+        await eventually(lambda: current("servingruntimes") in self.seen and current("runtimescales") in self.seen)
+
+
 def hand_edit(kube: FakeKubeApi, name: str, replicas: int) -> None:
     """`kubectl apply` of ServingRuntime `name`'s manifest with `replicas` (or a `kubectl edit`)."""
     kube.update_object("servingruntimes", NS, name, lambda o: o["spec"].update(replicas=replicas))
@@ -71,7 +94,7 @@ async def set_back_after(kube: FakeKubeApi, name: str, replicas: int) -> float |
 
 
 async def test_a_hand_applied_manifest_is_set_back_at_once_not_at_the_resync(
-    kube: FakeKubeApi, kube_client: KubeClient, caplog: pytest.LogCaptureFixture
+    kube: FakeKubeApi, kube_client: KubeClient, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The HPA asks 6; `kubectl apply` of a manifest with `replicas: 2` puts the runtime at 2. It was set back
     only at the next full pass, up to the 15 s resync later; now within a round trip, with the set-back's
@@ -79,6 +102,7 @@ async def test_a_hand_applied_manifest_is_set_back_at_once_not_at_the_resync(
     fleet(kube, 3)
     metrics = AdapterMetrics()
     bridge = ReplicaBridge(kube_client, namespaces=[NS], metrics=metrics, settings=HOURLY)
+    handed = HandedOver(bridge, monkeypatch)
     async with running(kube, kube_client, bridge, 3):
         hpa_writes(kube, rt(1), 6)
         assert await set_back_after(kube, rt(1), 6) is not None, "the HPA's ask not carried"
@@ -88,7 +112,8 @@ async def test_a_hand_applied_manifest_is_set_back_at_once_not_at_the_resync(
             took = await set_back_after(kube, rt(1), 6)
             assert took is not None, (f"ServingRuntime {rt(1)} still at {kube.serving_runtime_replicas(NS, rt(1))} "
                                       f"{SET_BACK_WITHIN_S} s after the hand edit: it waits for the resync (hourly)")
-            await asyncio.sleep(0.3)  # time for the set-back's own echo to have been acted on
+            await handed.caught_up(kube, rt(1))  # the set-back's own echo handed over
+            await asyncio.sleep(0.3)  # and nothing follows it
     assert runtime_writes_counted(metrics) == before + 1
     assert any(r.levelno == logging.WARNING and f"ServingRuntime {NS}/{rt(1)} spec.replicas was set to 2 outside"
                in r.getMessage() for r in caplog.records)
@@ -112,18 +137,20 @@ async def test_a_runtime_deleted_and_created_again_gets_the_hpas_ask_at_once(
 
 
 async def test_the_bridges_own_runtime_writes_coming_back_from_the_watch_start_nothing(
-    kube: FakeKubeApi, kube_client: KubeClient
+    kube: FakeKubeApi, kube_client: KubeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each HPA ask is one write to the ServingRuntime; the watch hands that write back, and it is no hand edit:
     no further read or write of the runtime follows, however many asks."""
     fleet(kube, 3)
     bridge = ReplicaBridge(kube_client, namespaces=[NS])
+    handed = HandedOver(bridge, monkeypatch)
     async with running(kube, kube_client, bridge, 3):
         kube.clear_requests()
         for value in range(4, 9):
             hpa_writes(kube, rt(0), value)
             assert await set_back_after(kube, rt(0), value) is not None
-        await asyncio.sleep(0.3)  # time for any echo to have been acted on
+        await handed.caught_up(kube, rt(0))  # the last ask's echoes handed over (and every one before)
+        await asyncio.sleep(0.3)  # and nothing follows them
     assert runtime_writes(kube) == [(rt(0), value) for value in range(4, 9)]
     reads = [r for r in kube.requests if r.method == "GET" and r.resource == "servingruntimes" and r.name]
     assert len(reads) == 5, [r.path for r in reads]  # one per ask (the hand-over reads its runtime), none per echo
@@ -316,7 +343,7 @@ async def test_a_tool_fighting_every_runtime_at_once_is_one_warning(
 
 
 async def test_a_refused_set_back_waits_for_its_retry_whatever_the_runtimes_controller_writes(
-    kube: FakeKubeApi, kube_client: KubeClient
+    kube: FakeKubeApi, kube_client: KubeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The set-back of a hand edit is refused (RBAC 403 on patch; an admission webhook's 422 alike), and the
     modelmesh-serving controller writes the runtime's annotations every 50 ms (replicas untouched). Each of its
@@ -324,16 +351,19 @@ async def test_a_refused_set_back_waits_for_its_retry_whatever_the_runtimes_cont
     retry's own schedule (the resync, 15 s)."""
     fleet(kube, 3)
     bridge = ReplicaBridge(kube_client, namespaces=[NS])  # the default resync, 15 s
+    handed = HandedOver(bridge, monkeypatch)
     async with running(kube, kube_client, bridge, 3):
         hpa_writes(kube, rt(1), 6)
         assert await set_back_after(kube, rt(1), 6) is not None, "the HPA's ask not carried"
         kube.forbid("patch", "servingruntimes")
         kube.clear_requests()
         hand_edit(kube, rt(1), 2)
+        await eventually(lambda: runtime_patches(kube, rt(1)) >= 1)  # the set-back, refused
         for beat in range(30):
             await asyncio.sleep(0.05)
             kube.update_object("servingruntimes", NS, rt(1), partial(controller_beat, beat=beat))
-        await asyncio.sleep(0.1)
+        await handed.caught_up(kube, rt(1))  # the last beat handed over
+        await asyncio.sleep(0.1)  # and no write follows it
     assert runtime_patches(kube, rt(1)) == 1
     assert kube.serving_runtime_replicas(NS, rt(1)) == 2
 

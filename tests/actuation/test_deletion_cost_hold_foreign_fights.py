@@ -33,7 +33,7 @@ from tests.actuation.test_deletion_cost_hold_foreign_cost import (
     fought_back,
     leader,
 )
-from tests.actuation.test_deletion_cost_recreated_pod import LABELS, watching
+from tests.actuation.test_deletion_cost_recreated_pod import LABELS, cost_on, watching
 from tests.fakes.kube import FakeKubeApi
 from tests.support.waiting import eventually
 
@@ -218,7 +218,7 @@ async def test_a_watch_that_relists_slowly_after_the_writes_is_no_other_writer(
         held = kube.hold_answer(r"/pods", times=None, method="GET")
         kube.end_watches()
         kube.compact()
-        await asyncio.sleep(0.3)
+        await eventually(lambda: held.hits >= 1)  # the watch's resume is held: from now on it shows no write
         for step in range(8):
             if step == 2:
                 held.release()
@@ -227,7 +227,11 @@ async def test_a_watch_that_relists_slowly_after_the_writes_is_no_other_writer(
             writer.offer({KEY: view})
             await writer.sync()
             clock.advance(15.0)
-            await asyncio.sleep(0.2)
+            if step < 2:
+                await asyncio.sleep(0.2)  # held: nothing reaches the watch meanwhile
+            else:  # every write there is shown, before the writer looks again
+                await eventually(lambda: all(watch.deletion_cost(KEY.namespace, name) == cost_on(kube, name)
+                                             for name in names))
     finally:
         await watch.close()
     written = collections.Counter(patch.name for patch in kube.patches if patch.resource == "pods")

@@ -162,13 +162,14 @@ async def test_two_adapters_one_lease_exactly_one_writes_and_the_other_takes_ove
                        "a leader writes every pod")
         leader = next(a for a in adapters if a.identity == holder(kube))
         follower = next(a for a in adapters if a is not leader)
+        # Waited for, not asked of a 1.5 s window (a loaded machine may start the follower's retries late).
+        await wait_for(lambda: any(follower.user_agent in r.headers.get("User-Agent", "") for r in kube.requests
+                                   if r.resource == "leases"), 15, "the follower is alive and watching the Lease")
         await asyncio.sleep(1.5)  # several refreshes and lease retries by both
 
         writers = pod_writers(kube)
         assert {ua for agents in writers.values() for ua in agents if leader.user_agent in ua} == set().union(
             *writers.values())
-        assert any(follower.user_agent in r.headers.get("User-Agent", "") for r in kube.requests
-                   if r.resource == "leases"), "the follower is alive and watching the Lease"
         assert {pod: kube.pod_annotations(KEY.namespace, pod)[DELETION_COST_ANNOTATION] for pod in LOAD} == {
             "pod-busy": "900", "pod-some": "300", "pod-idle": "0"}
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
 from autoscaler.demo.fleet import DemoFleet, DemoPod
+from tests.support.waiting import eventually
 
 
 async def test_the_demo_runs_on_while_a_removed_pods_exporter_is_made_to_end(tmp_path: Path) -> None:
@@ -47,8 +48,10 @@ async def test_the_demo_runs_on_while_a_removed_pods_exporter_is_made_to_end(tmp
     try:
         await asyncio.wait_for(fleet.remove_pod("demo-4"), 1.0)  # at once: the HPA's line comes with its scale
         assert pod not in fleet.pods  # gone from the targets at once, as a terminating pod
-        await asyncio.sleep(1.5)
-        assert ticks >= 5, f"the loop ran {ticks} times in 1.5 s while the pod was stopped"
+        # The loop runs on while the exporter is still stopped: asked of the exporter, not of how often a loaded
+        # machine ran the loop in 1.5 s of the clock. Waited for on the loop, the exporter was killed first (15 s).
+        await eventually(lambda: ticks >= 5)
+        assert exporter.poll() is None, f"the loop ran {ticks} times only once the stopped exporter was killed"
         os.kill(exporter.pid, signal.SIGCONT)
         await asyncio.wait_for(asyncio.gather(*fleet.stopping), 10)
     finally:

@@ -13,7 +13,8 @@ would flap `broken` / `established` at every cut.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 
 import pytest
 
@@ -41,35 +42,40 @@ async def kube() -> AsyncIterator[FakeKubeApi]:
         yield server
 
 
-class Closed:
-    """What was said while the API server had no pod watch open, sampled every `STEP_S`."""
+@dataclass(frozen=True)
+class Said:
+    """What the pod watch's gauge and discovery's health said at one moment the loop was in no watch: as a pod list
+    or watch request reached the API server (a reopen goes out once the watch before it ended, after any pause), or
+    as the loop asked for a backoff (before its wait, the failure said). The gauge must read 0 then, whatever came
+    between: asked of the loop, not sampled on the clock while the fake had no watch open (a loaded machine
+    stretches the moment before the client reads a watch's end, and those samples added up past any bound)."""
 
-    def __init__(self) -> None:
-        self.said_open_s = 0.0
-        """Seconds the gauge read 1."""
-        self.said_healthy_s = 0.0
-        """Seconds discovery read the namespace healthy."""
-        self.longest_s = 0.0
-        """The longest stretch with no watch open."""
+    established: float | None
+    healthy: bool
+
+    @classmethod
+    def now(cls, metrics: AdapterMetrics, subject: KubePodDiscovery) -> Said:
+        return cls(metrics.registry.get_sample_value(ESTABLISHED, {"watch": "pods", "namespace": NS}),
+                   subject.healthy_for(NS))
 
 
-async def sample(kube: FakeKubeApi, metrics: AdapterMetrics, subject: KubePodDiscovery, seconds: float) -> Closed:
-    closed = Closed()
-    loop = asyncio.get_running_loop()
-    end = loop.time() + seconds
-    since: float | None = None
-    while (now := loop.time()) < end:
-        await asyncio.sleep(STEP_S)
-        if kube.watch_count("pods"):
-            since = None
-            continue
-        since = now if since is None else since
-        closed.longest_s = max(closed.longest_s, loop.time() - since)
-        if metrics.registry.get_sample_value(ESTABLISHED, {"watch": "pods", "namespace": NS}) == 1:
-            closed.said_open_s += STEP_S
-        if subject.healthy_for(NS):
-            closed.said_healthy_s += STEP_S
-    return closed
+def said_at_each_request(kube: FakeKubeApi, metrics: AdapterMetrics, subject: KubePodDiscovery) -> list[Said]:
+    said: list[Said] = []
+    kube.on_request(r"/pods$", lambda: said.append(Said.now(metrics, subject)), method="GET", times=None)
+    return said
+
+
+def backoffs_asked(monkeypatch: pytest.MonkeyPatch, then: Callable[[], None] = lambda: None) -> list[int]:
+    """The failures in a row of each backoff pod discovery asks for, in order; `then()` runs at each ask."""
+    asked: list[int] = []
+
+    def recorded(failures: int, initial_s: float, max_s: float) -> float:
+        asked.append(failures)
+        then()
+        return spread_delay(failures, initial_s, max_s)
+
+    monkeypatch.setattr(kube_pods, "spread_delay", recorded)
+    return asked
 
 
 async def ending_each_watch(kube: FakeKubeApi, after_s: float) -> None:
@@ -88,28 +94,24 @@ async def test_watches_ended_cleanly_again_and_again_are_reopened_at_once_never_
     watch is reopened at once, as client-go's reflector does, never after a backoff; and the gauge reads 0 while
     none is open. (With a 2 s backoff, from the fourth in a row the pods went unwatched 2 s at a time, the gauge at 1
     and discovery healthy, nothing logged.)"""
-    backoffs: list[int] = []  # the failures in a row of each backoff asked for
-
-    def recorded(failures: int, initial_s: float, max_s: float) -> float:
-        backoffs.append(failures)
-        return spread_delay(failures, initial_s, max_s)
-
-    monkeypatch.setattr(kube_pods, "spread_delay", recorded)
+    backoffs = backoffs_asked(monkeypatch)
     metrics = AdapterMetrics()
     subject = discovery(kube, health=metrics, backoff_initial_s=2.0, backoff_max_s=2.0)
+    said = said_at_each_request(kube, metrics, subject)
+    reopens = SHORT_LIVED_IN_A_ROW + 2  # one past the throttle's count, and the next
     async with chattering_pod(kube, NS, LABELS):
         await subject.start()
         try:
             await kube.wait_for_watches(1, "pods")
             async with in_background(ending_each_watch(kube, after_s=0.3)):
-                closed = await sample(kube, metrics, subject, 5.0)
+                await eventually(lambda: len(said) > reopens + 1)  # the list, the first watch, then the reopens
         finally:
             await subject.close()
 
     # Reopened at once: no backoff asked for (asked of the loop, not of the clock: a loaded machine stretches any
     # reopen; throttled, from the fourth clean end in a row, it waited 2 s each).
-    assert backoffs == [], (backoffs, vars(closed))
-    assert closed.said_open_s < 0.3, vars(closed)
+    assert backoffs == [], backoffs
+    assert [s.established for s in said] == [0.0] * len(said), said
 
 
 async def test_watches_ended_as_soon_as_they_open_read_closed_while_the_loop_waits_to_reopen(
@@ -119,37 +121,46 @@ async def test_watches_ended_as_soon_as_they_open_read_closed_while_the_loop_wai
     opened (a "very short watch"), and the gauge reads 0 that second, not 1 as if the pods were watched."""
     metrics = AdapterMetrics()
     subject = discovery(kube, health=metrics)
+    said = said_at_each_request(kube, metrics, subject)
     kube.add_pod(NS, "p1", labels=LABELS)
     await subject.start()
     try:
         await kube.wait_for_watches(1, "pods")
         kube.cut_watches = True
         kube.end_watches()
-        closed = await sample(kube, metrics, subject, 3.0)
+        await eventually(lambda: len(said) >= 5)  # the list, the first watch, three reopens after a second's pause
     finally:
         await subject.close()
 
-    assert closed.said_open_s < 0.3, vars(closed)
+    assert [s.established for s in said] == [0.0] * len(said), said
 
 
-async def test_watches_broken_again_and_again_read_closed_while_throttled(kube: FakeKubeApi) -> None:
+async def test_watches_broken_again_and_again_read_closed_while_throttled(
+    kube: FakeKubeApi, monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A proxy breaking every stream after its first event: past `SHORT_LIVED_IN_A_ROW` the reopen waits longer
     each time, and all that time the gauge reads 0 and discovery unhealthy."""
     metrics = AdapterMetrics()
     subject = discovery(kube, health=metrics, backoff_initial_s=0.2, backoff_max_s=1.0)
+    said = said_at_each_request(kube, metrics, subject)
+    said_waiting: list[Said] = []
+    backoffs = backoffs_asked(monkeypatch, then=lambda: said_waiting.append(Said.now(metrics, subject)))
     async with chattering_pod(kube, NS, LABELS):
         await subject.start()
         try:
             await kube.wait_for_watches(1, "pods")
             kube.drop_watches_after = 1
             kube.end_watches(abort=True)
-            closed = await sample(kube, metrics, subject, 5.0)
+            throttled = SHORT_LIVED_IN_A_ROW + 2  # two reopens past the storm's count
+            await eventually(lambda: len(backoffs) >= throttled and len(said) >= 2 + throttled)
         finally:
             await subject.close()
 
-    assert closed.longest_s >= 0.5, vars(closed)  # it was throttled
-    assert closed.said_open_s < 0.3, vars(closed)
-    assert closed.said_healthy_s < 0.3, vars(closed)
+    assert backoffs[SHORT_LIVED_IN_A_ROW:] == sorted(set(backoffs[SHORT_LIVED_IN_A_ROW:])), backoffs  # it was throttled
+    # Closed from each break on: as each wait began, and as each reopen went out (after the list and the first watch).
+    assert [(s.established, s.healthy) for s in said_waiting] == [(0.0, False)] * len(said_waiting), said_waiting
+    reopened = said[2:]
+    assert [(s.established, s.healthy) for s in reopened] == [(0.0, False)] * len(reopened), said
 
 
 async def test_a_watch_cut_a_second_or_two_after_it_opens_again_and_again_is_said_broken_once_not_at_each_cut(
