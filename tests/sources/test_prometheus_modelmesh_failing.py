@@ -324,3 +324,27 @@ async def test_an_exporter_that_starts_again_while_modelmesh_stays_broken_is_sai
     assert len(lines) == 2, lines
     assert SAID in lines[0] and NEVER_SAID in lines[1] and "started again" in lines[1], lines
     assert [(pod.requests_per_second, pod.sampled_at) for pod in snapshot.pods] == [(40.0, now - 5), (10.0, now + 10)]
+
+
+async def test_a_fleet_of_exporters_started_again_while_modelmesh_stays_broken_is_said_in_one_line(
+        aiohttp_server: AiohttpServer, sources: list[PrometheusSource], caplog: pytest.LogCaptureFixture,
+        now: float) -> None:
+    """A sidecar's rollout over twelve pods whose ModelMesh fails everywhere: one line with their count, not twelve."""
+    pods = [f"a-{index}" for index in range(12)]
+    answers: Answers = {}
+    source = PrometheusSource(StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): pods}),
+                              await answering_prometheus(aiohttp_server, answers))
+    sources.append(source)
+    freshness, _gpu, rps, *_, failing = source.queries
+    series = series_at(TRITON.namespace, now)
+    answers[freshness] = [series(pod, now - 5) for pod in pods]
+    answers[rps] = [series(pod, 7.0) for pod in pods]
+    answers[failing] = [series(pod, 0.0) for pod in pods]
+    with caplog.at_level(logging.INFO, logger=source_module.__name__):
+        await source.collect(now)
+        answers[freshness], answers[rps] = [], []  # every exporter started again: no success time
+        await source.collect(now + 15)
+
+    restarted = [record.getMessage() for record in caplog.records if "started again" in record.getMessage()]
+    assert len(restarted) == 1 and "the exporters of 12 pods" in restarted[0], restarted
+    assert all(NEVER_SAID in problem.detail for problem in source.problems(TRITON))
