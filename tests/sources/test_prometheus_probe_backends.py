@@ -30,6 +30,7 @@ from autoscaler.server import build_source
 from autoscaler.settings import settings_from_args
 from autoscaler.sources.base import PodTarget, RuntimeInventory
 from autoscaler.sources.prometheus import PrometheusSource
+from autoscaler.sources.prometheus_instant import CLOCK_QUERY
 from tests.fakes.prometheus import PrometheusServer, create_blocks, openmetrics_text
 from tests.sources.test_prometheus_source import AGE_S, OLDER_AGE_S, by_pod, cluster_samples, discovery
 
@@ -39,10 +40,16 @@ VM_LATENCY_OFFSET_S = 30.0  # VictoriaMetrics' default -search.latencyOffset
 
 
 @pytest.fixture
-async def prometheus(tmp_path: Path) -> AsyncIterator[PrometheusServer]:
-    """A real Prometheus holding `cluster_samples` (the newest scrape AGE_S old, an older one OLDER_AGE_S)."""
-    now = time.time()
-    tsdb = create_blocks(openmetrics_text(cluster_samples(now)), tmp_path / "tsdb")
+def written_at() -> float:
+    """When the `prometheus` fixture's data was made: its newest scrape is AGE_S before this."""
+    return time.time()
+
+
+@pytest.fixture
+async def prometheus(tmp_path: Path, written_at: float) -> AsyncIterator[PrometheusServer]:
+    """A real Prometheus holding `cluster_samples` (the newest scrape AGE_S before `written_at`, an older one
+    OLDER_AGE_S)."""
+    tsdb = create_blocks(openmetrics_text(cluster_samples(written_at)), tmp_path / "tsdb")
     async with PrometheusServer(tsdb_dir=tsdb, workdir=tmp_path) as prom:
         yield prom
 
@@ -94,7 +101,7 @@ def warnings(caplog: pytest.LogCaptureFixture) -> Sequence[str]:
 
 
 async def test_victoriametrics_answers_are_read_as_of_now_not_thirty_seconds_ago(
-    prometheus: PrometheusServer, aiohttp_server: AiohttpServer, caplog: pytest.LogCaptureFixture
+    prometheus: PrometheusServer, written_at: float, aiohttp_server: AiohttpServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """VictoriaMetrics evaluates an instant query asked "now" at now - 30 s (-search.latencyOffset) unless the
     request says `nocache=1`. Read that way, the adapter took the 30 s for a Prometheus clock that is off (a false
@@ -115,9 +122,10 @@ async def test_victoriametrics_answers_are_read_as_of_now_not_thirty_seconds_ago
 
     a1 = by_pod(snapshots)["team-a", "a-1"]
     assert a1.requests_per_second == 12.5, "the scrape of 40 s ago was read, not the newest"
-    # The newest scrape's own time: AGE_S before the fixture backfilled it, which took seconds (15 s on a loaded
-    # machine); moved 30 s forward, it read as newer than AGE_S.
-    assert a1.sampled_at is not None and AGE_S <= time.time() - a1.sampled_at < AGE_S + VM_LATENCY_OFFSET_S / 2
+    # a-1's freshness: its exporter's last success, 3 s before its newest scrape (`cluster_samples`), AGE_S before
+    # the data was made; moved 30 s forward, it read 27 s newer than that. Asked of the clock the data was made
+    # with, not of the clock after the backfill and the query: a loaded machine took 15 s and more over those.
+    assert a1.sampled_at == pytest.approx(written_at - AGE_S - 3, abs=1.0), (a1.sampled_at, written_at)
     assert not any("clock" in line for line in warnings(caplog)), warnings(caplog)
     assert OLDER_AGE_S > AGE_S + VM_LATENCY_OFFSET_S - 1  # (the data this test stands on)
 
@@ -299,22 +307,32 @@ async def test_the_nine_queries_of_a_refresh_run_at_once_whatever_the_node_cpu_c
     of the process: on a 2-CPU node 6 at a time, so the nine queries of a refresh went in two waves and a slow
     Prometheus cost a refresh twice its slowest query (at 10,000 pods the two freshness queries, the dearest,
     fell in different waves)."""
-    in_flight, most = 0, 0
+    queries = 11  # the nine signals, the recent models and the failing ModelMesh collectors
+    in_flight, most, all_in = 0, 0, asyncio.Event()
 
     async def slow(request: web.Request) -> web.Response:
+        """Held until every query of the refresh is in (or 10 s, well inside the queries' timeout, for queries
+        that come in waves): held 0.3 s each, as it was, a loaded machine sent ten within it and the test read
+        waves where there were none."""
         nonlocal in_flight, most
+        if request.query.get("query") == CLOCK_QUERY:  # the round's clock check, asked before the others
+            return web.json_response({"status": "success", "data": {"resultType": "vector", "result": []}})
         in_flight += 1
         most = max(most, in_flight)
-        await asyncio.sleep(0.3)
+        if in_flight == queries:
+            all_in.set()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(10.0):
+                await all_in.wait()
         in_flight -= 1
         return web.json_response({"status": "success", "data": {"resultType": "vector", "result": []}})
 
     url = await front(aiohttp_server, slow)
     with mock.patch("os.cpu_count", return_value=2):  # the default executor is made on first use: as on such a node
         await asyncio.get_running_loop().run_in_executor(None, time.sleep, 0)
-        await collect(url)
+        await collect(url, "--prometheus-timeout", "30")
 
-    assert most == 11  # the nine signals, the recent models and the failing ModelMesh collectors
+    assert most == queries, most
 
 
 async def test_a_runtime_prometheus_has_no_series_for_is_named_in_the_log(
