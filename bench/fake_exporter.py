@@ -51,13 +51,20 @@ def exporter_text(pod: int, gpus: int, modelmesh_stamp: float, gpu_stamp: float 
             if gpu_stamp is not None:
                 last.add_metric(["gpu"], gpu_stamp)
             clocks = [] if clock is None else [GaugeMetricFamily(names.EXPORTER_TIME, "clock", value=clock)]
+            # Every reason each running collector counts, at 0 from the start, as the exporter publishes them.
+            errors = CounterMetricFamily(names.SCRAPE_ERRORS_TOTAL, names.SCRAPE_ERRORS_HELP,
+                                         labels=["collector", "reason"])
+            for collector, reasons in names.COLLECTOR_REASONS.items():
+                if collector != names.COLLECTOR_GPU or gpus:
+                    for reason in reasons:
+                        errors.add_metric([collector, reason], 0.0)
             served = []
             if models is not None:
                 served.append(GaugeMetricFamily(names.MODEL_LAST_SERVED_TIMESTAMP, "served",
                                                 labels=[names.MODEL_ID_LABEL]))
                 for model, at in models.items():
                     served[0].add_metric([model], at)
-            return [busy, used, success, last, *clocks, *served,
+            return [busy, used, success, last, errors, *clocks, *served,
                     CounterMetricFamily(names.REQUESTS_TOTAL, "n", value=1000.0 * pod),
                     GaugeMetricFamily(names.REQUESTS_PER_SECOND, "r", value=float(pod % 50)),
                     GaugeMetricFamily(names.QUEUE_DELAY_SECONDS, "q", value=0.01),

@@ -152,7 +152,7 @@ class CollectorHealth(Collector):
             labels=["collector"],
         )
         errors = CounterMetricFamily(
-            names.SCRAPE_ERRORS_TOTAL, "Failed collections by collector and reason.",
+            names.SCRAPE_ERRORS_TOTAL, names.SCRAPE_ERRORS_HELP,
             labels=["collector", "reason"],
         )
         duration = GaugeMetricFamily(
