@@ -186,3 +186,12 @@ def test_no_failure_count_first_appears_above_0_whatever_fails(reads: list[tuple
         assert now.keys() == seen.keys(), now  # no new series: each was at 0 before it counted
         assert sum(now.values()) - sum(seen.values()) == (0 if read is None else 1)
         seen = now
+
+
+def test_every_reason_the_exporter_counts_by_is_one_it_publishes_at_0() -> None:
+    """A reason added to the code but to no collector's list (`names.COLLECTOR_REASONS`) would first appear at its
+    first count, which no rate sees: every `names.REASON_*` the exporter's code names is in a collector's list."""
+    code = "".join(path.read_text() for path in Path(names.__file__).parent.rglob("*.py"))
+    named = {getattr(names, constant) for constant in re.findall(r"names\.(REASON_[A-Z_]+)", code)}
+    published = {reason for reasons in names.COLLECTOR_REASONS.values() for reason in reasons}
+    assert named and named <= published, named - published
