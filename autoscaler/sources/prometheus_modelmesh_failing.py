@@ -160,7 +160,6 @@ class ModelMeshFailing:
             log.info("Prometheus at %s says the exporters of %s read ModelMesh again (or the pods are no longer "
                      "Ready)", self._url, few([f"{ns}/{pod}" for ns, pod in ended]))
 
-
     def _say_restarted(self, restarted: list[tuple[PodRef, str]]) -> None:
         """Pods said after a good read whose exporter started again with ModelMesh still unread: a line each, or one
         naming a few (a sidecar's rollout over a fleet whose ModelMesh fails everywhere)."""
