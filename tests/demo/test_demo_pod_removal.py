@@ -46,7 +46,10 @@ async def test_the_demo_runs_on_while_a_removed_pods_exporter_is_made_to_end(tmp
 
     ticker = asyncio.create_task(tick())
     try:
-        await asyncio.wait_for(fleet.remove_pod("demo-4"), 1.0)  # at once: the HPA's line comes with its scale
+        # At once, the HPA's line coming with its scale: asked of the exporter, still stopped as the removal returns
+        # (the stop waits PROCESS_STOP_S, 15 s, to kill it), not of a second of a loaded machine's clock.
+        await asyncio.wait_for(fleet.remove_pod("demo-4"), 30)
+        assert exporter.poll() is None, "the removal returned only once the stopped exporter was killed"
         assert pod not in fleet.pods  # gone from the targets at once, as a terminating pod
         # The loop runs on while the exporter is still stopped: asked of the exporter, not of how often a loaded
         # machine ran the loop in 1.5 s of the clock. Waited for on the loop, the exporter was killed first (15 s).

@@ -1129,6 +1129,16 @@ async def test_a_hung_nvml_pass_stops_the_gpu_series_and_counts_a_timeout(
             await task
 
 
+def exited_while_the_driver_hangs(process: subprocess.Popen[bytes], log: Path) -> None:
+    """The exporter ended after its SIGTERM while the NVML call still hangs (an hour, or until the test lets it go):
+    so it did not wait on the driver. Its time to exit is no check here (a loaded CI machine took 5.8 s to stop an
+    exporter that stops within STOP_WAIT_S); 60 s is a hang guard far inside the driver's hang."""
+    try:
+        process.wait(timeout=60.0)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"still running 60 s after SIGTERM, waiting on the driver:\n{log.read_text()}") from None
+
+
 def test_a_stop_while_an_nvml_call_hangs_does_not_wait_on_the_driver(tmp_path: Path) -> None:
     """SIGTERM while an NVML call hangs (a GPU fallen off the bus, as its node is drained): the exporter must
     still exit at once, not sit out the pod's grace period until the kubelet kills it."""
@@ -1152,10 +1162,7 @@ def test_a_stop_while_an_nvml_call_hangs_does_not_wait_on_the_driver(tmp_path: P
                  env={"PYTHONPATH": search}) as process:
         time.sleep(0.3)  # the first NVML pass has started, and hangs
         process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"still running 5 s after SIGTERM:\n{log.read_text()}") from None
+        exited_while_the_driver_hangs(process, log)
         assert process.returncode == 0, log.read_text()
 
 
@@ -1167,9 +1174,6 @@ def test_a_stop_after_an_nvml_call_has_hung_past_the_overrun_does_not_wait_on_th
     The real exporter process, on the fake NVML: the samples call of GPU 0 blocks until the test lets it go."""
     with exporter_in_a_hung_pass(tmp_path) as (process, log):
         process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"still running 5 s after SIGTERM:\n{log.read_text()}") from None
+        exited_while_the_driver_hangs(process, log)
     assert process.returncode == 0, log.read_text()
     assert "stopping while an NVML call has not returned: NVML is not shut down" in log.read_text()
