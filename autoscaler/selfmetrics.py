@@ -278,7 +278,7 @@ class AdapterMetrics:
                 self.registry.register(gauge)
         self.leader: Gauge | None = None  # published by `set_leader`, once this replica acts on the cluster
 
-    def serve_live_series(self, updated_at: Callable[[], float | None]) -> None:
+    def serve_live_series(self, updated_at: Callable[[], float | None], stall_limit_s: float | None = None) -> None:
         """Publish, in the one-process mode, the series read at each scrape: `process_*` (start time, CPU, memory,
         open files: without them a restart, a crash loop or a leak was invisible to Prometheus) and the age of the
         values served (`autoscaler.values_age`). A serving worker puts its own on its page instead, process_* of
@@ -286,7 +286,7 @@ class AdapterMetrics:
         the refresh process sends. Called again (an app built again), it replaces them."""
         for collector in self._live:
             self.registry.unregister(collector)
-        self._live = (ProcessCollector(registry=None), ValuesAge(updated_at))
+        self._live = (ProcessCollector(registry=None), ValuesAge(updated_at, stall_limit_s))
         for collector in self._live:
             self.registry.register(collector)
 

@@ -250,11 +250,11 @@ def build_api_app(source: Refresher | SnapshotStore, metrics: AdapterMetrics, ga
     serving = Serving(metrics, gate)
     if isinstance(source, Refresher):
         app[SNAPSHOT_KEY] = snapshots = RefresherSnapshots(source)
-        metrics.serve_live_series(lambda: snapshots.updated_at)
+        metrics.serve_live_series(lambda: snapshots.updated_at, stalled_after_s)
         metrics_handler = _flushed(metrics, make_aiohttp_handler(metrics.registry))
     else:
         app[SNAPSHOT_KEY] = source
-        metrics_handler = _flushed(metrics, worker_metrics_handler(metrics, source))
+        metrics_handler = _flushed(metrics, worker_metrics_handler(metrics, source, stalled_after_s))
     app[handlers.METRICS_KEY] = metrics
     stall = None
     if stalled_after_s is not None:

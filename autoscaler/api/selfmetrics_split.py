@@ -96,14 +96,15 @@ def render_refresh_metrics(metrics: AdapterMetrics) -> bytes:
     return generate_latest(refresh_families(metrics)) + metrics.runtime_exposition()
 
 
-def worker_metrics_handler(metrics: AdapterMetrics, snapshots: SnapshotStore) -> Handler:
+def worker_metrics_handler(metrics: AdapterMetrics, snapshots: SnapshotStore,
+                           stall_limit_s: float | None = None) -> Handler:
     """The worker's page: its serving series, the `process_*` of the refresh process (its parent: the pod's
     main process, PID 1 in the container, whose start time is the container's), read live from /proc so that
-    they move while the refresh hangs, the age of the values it serves (`autoscaler.values_age`), then the
-    refresh's series as last sent."""
+    they move while the refresh hangs, the age of the values it serves and the age past which they count as stalled
+    (`autoscaler.values_age`), then the refresh's series as last sent."""
     refresh_pid = os.getppid()
     own = Collectors((serving_families(metrics), ProcessCollector(pid=lambda: refresh_pid, registry=None),
-                      ValuesAge(lambda: snapshots.updated_at)))
+                      ValuesAge(lambda: snapshots.updated_at, stall_limit_s)))
 
     async def handler(request: web.Request) -> web.Response:
         body = generate_latest(own) + snapshots.current.refresh_metrics

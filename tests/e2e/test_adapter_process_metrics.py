@@ -24,6 +24,7 @@ from tests.support.processes import http_get, poll
 pytestmark = pytest.mark.slow
 
 AGE = "modelmesh_autoscaler_values_age_seconds"
+STALL_LIMIT = "modelmesh_autoscaler_values_stall_limit_seconds"
 
 
 def samples(adapter_url: str) -> dict[str, float]:
@@ -44,13 +45,16 @@ def started_at(pid: int) -> float:
 
 @pytest.mark.parametrize("workers", ["1", "0"])
 def test_process_series_are_the_main_process_and_the_values_age_is_served(tmp_path: Path, workers: str) -> None:
-    with data_path_running(tmp_path, adapter_args=["--workers", workers]) as path:
+    """With the age, the limit past which this replica calls its values stalled (503, /livez failing), which
+    ModelMeshAutoscalerRefreshStalled measures the age against: --max-staleness 20 plus one --refresh-interval (1)."""
+    with data_path_running(tmp_path, adapter_args=["--workers", workers, "--max-staleness", "20"]) as path:
         poll(lambda: path.value("modelmesh_request_load"), timeout=30)
         page = samples(path.adapter_url)
         main = refresh_process(path.adapter_url)
         assert abs(page["process_start_time_seconds"] - started_at(main)) < 1.0, page
         assert page["process_resident_memory_bytes"] > 0 and page["process_open_fds"] > 0, page
         assert 0 <= page[AGE] < 5, page
+        assert page[STALL_LIMIT] == 21.0, page
 
 
 def test_a_hung_refresh_shows_as_the_values_age_growing(tmp_path: Path) -> None:

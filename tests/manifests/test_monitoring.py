@@ -146,7 +146,7 @@ def known_metric_names() -> set[str]:
     exported = {value for value in vars(names).values() if isinstance(value, str) and "_" in value}
     acting = AdapterMetrics()
     acting.set_leader(True)  # as an adapter that writes to the cluster publishes it
-    acting.serve_live_series(lambda: None)  # what its page reads at each scrape: process_*, the values' age
+    acting.serve_live_series(lambda: None, 60.0)  # read at each scrape: process_*, the values' age and stall limit
     adapter = {n for family in acting.registry.collect() for n in family_sample_names(family)}
     recorded = {rule["record"] for rule in rules() if "record" in rule}
     return exported | adapter | recorded | KUBE_STATE_METRICS | PROMETHEUS_OWN | DCGM
