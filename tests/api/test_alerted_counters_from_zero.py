@@ -19,7 +19,7 @@ from autoscaler.settings import ServeSettings
 from tests.api.builders import Pki
 from tests.api.conftest import secured_api
 from tests.fakes.kube import FakeKubeApi
-from tests.manifests.support import PROMETHEUS, label_matchers, load_yaml
+from tests.manifests.support import PROMETHEUS, label_matchers, load_yaml, not_at_zero
 
 TARGET_LABELS = frozenset({"job", "namespace", "pod"})
 """Prometheus's own labels of the scrape, not the adapter's."""
@@ -62,10 +62,5 @@ async def test_every_counter_an_alert_rates_is_published_at_0_from_the_start(
     samples = [sample for family in text_string_to_metric_families(page) for sample in family.samples]
     selectors = [selector for selector in rated_selectors() if selector[1] not in UNKNOWN_IN_ADVANCE]
     assert len(selectors) >= 8, selectors  # every rate the rules take, but those above
-    missing = []
-    for alert, name, labels in selectors:
-        values = [sample.value for sample in samples
-                  if sample.name == name and labels.items() <= sample.labels.items()]
-        if not values or any(values):
-            missing.append(f"{alert}: {name}{labels} is {values or 'absent'}")
+    missing = not_at_zero(selectors, samples)
     assert not missing, "\n".join(missing)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -16,18 +16,7 @@ from autoscaler.api.app import CATCH_ALL_NAME, SLASH_TOLERANT, build_api_app
 from autoscaler.api.openapi import document, document_bytes
 from autoscaler.names import ServedMetric
 from tests.api.builders import KEY, refresher_with, runtime_view
-
-
-def refs(node: Any) -> Iterator[str]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "$ref":
-                yield value
-            else:
-                yield from refs(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from refs(item)
+from tests.support.nested import values_at
 
 
 def test_the_document_is_valid_swagger_2() -> None:
@@ -45,7 +34,7 @@ def test_structure_without_a_validator() -> None:
     spec = json.loads(document_bytes())
     assert spec["swagger"] == "2.0"
     assert {"title", "version"} <= set(spec["info"])
-    for target in refs(spec):
+    for target in values_at(spec, "$ref"):
         assert target.startswith("#/definitions/") and target.removeprefix("#/definitions/") in spec["definitions"]
     operation_ids = [op["operationId"] for item in spec["paths"].values() for method, op in item.items()
                      if method != "parameters"]

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -29,8 +28,9 @@ from exporter.collectors.health import CollectorHealth
 from tests.exporter.conftest import ExporterPod
 from tests.exporter.test_exporter_app import promtool_findings
 from tests.fakes.nvml import FakeNvml
-from tests.manifests.support import GRAFANA, PROMETHEUS, label_matchers, load_yaml
+from tests.manifests.support import GRAFANA, PROMETHEUS, label_matchers, load_yaml, not_at_zero
 from tests.support.clock import SteppedClock
+from tests.support.nested import values_at
 from tests.support.processes import free_port, http_get, poll, running
 
 REASONS = {
@@ -102,19 +102,6 @@ def test_with_no_gpu_only_the_modelmesh_collectors_reasons_are_published(tmp_pat
     assert errors_by_label(body) == {("modelmesh", reason): 0.0 for reason in REASONS["modelmesh"]}
 
 
-def expressions(node: Any) -> Iterator[str]:
-    """Every `expr` in a dashboard or a rules file, wherever it is nested."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "expr" and isinstance(value, str):
-                yield value
-            else:
-                yield from expressions(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from expressions(item)
-
-
 def rated_exporter_selectors() -> list[tuple[str, str, dict[str, str]]]:
     """(file, sample name, the labels it selects by exact value) of every exporter counter that the shipped
     dashboard or rules take a rate, increase or change of."""
@@ -125,7 +112,7 @@ def rated_exporter_selectors() -> list[tuple[str, str, dict[str, str]]]:
     }
     found = []
     for where, document in documents.items():
-        for expr in expressions(document):
+        for expr in values_at(document, "expr"):
             for name, matchers in _RATED.findall(expr):
                 exact = {label: value for label, operator, value in label_matchers(f"{{{matchers}}}")
                          if operator == "=" and label not in TARGET_LABELS and "$" not in value}
@@ -136,13 +123,7 @@ def rated_exporter_selectors() -> list[tuple[str, str, dict[str, str]]]:
 def test_every_exporter_counter_the_dashboard_or_rules_rate_is_at_0_from_the_start(every_collector: str) -> None:
     selectors = rated_exporter_selectors()
     assert selectors, "the dashboard's scrape-errors panel rates the exporter's counter"
-    published = samples(every_collector)
-    missing = []
-    for where, name, labels in selectors:
-        values = [sample.value for sample in published
-                  if sample.name == name and labels.items() <= sample.labels.items()]
-        if not values or any(values):
-            missing.append(f"{where}: {name}{labels} is {values or 'absent'}")
+    missing = not_at_zero(selectors, samples(every_collector))
     assert not missing, "\n".join(missing)
 
 

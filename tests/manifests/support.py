@@ -10,10 +10,12 @@ from __future__ import annotations
 import functools
 import re
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
+from prometheus_client.samples import Sample
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "manifests"
@@ -150,6 +152,20 @@ _NAME_ALTERNATIVES = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*(?:\|[a-zA-Z_:][a-zA-Z
 def label_matchers(expr: str) -> list[tuple[str, str, str]]:
     """(label, operator, value) of every label matcher in the expression."""
     return [(m.group(1), m.group(2), m.group(3)) for m in _LABEL_VALUE.finditer(expr)]
+
+
+def not_at_zero(selectors: Iterable[tuple[str, str, dict[str, str]]], samples: Iterable[Sample]) -> list[str]:
+    """Each selector (where it is, the sample name, the labels it selects by exact value) that finds no sample, or one
+    above 0, among a fresh process's `samples`, said: a series a rate or increase is taken of that first appears at
+    its first count has no rate in Prometheus (the first failure unseen)."""
+    samples = list(samples)
+    missing = []
+    for where, name, labels in selectors:
+        values = [sample.value for sample in samples
+                  if sample.name == name and labels.items() <= sample.labels.items()]
+        if not values or any(values):
+            missing.append(f"{where}: {name}{labels} is {values or 'absent'}")
+    return missing
 
 
 def run(command: list[str], cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
