@@ -16,6 +16,7 @@ import re
 import shutil
 import time
 from collections.abc import AsyncIterator, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from autoscaler.ranking_hold import EXPIRED, HoldReason
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
 from autoscaler.sources.prometheus_promql import DCGM_GR_ENGINE_ACTIVE
+from autoscaler.values_age import VALUES_AGE, VALUES_STALL_LIMIT, ValuesAge
 from exporter import names
 from exporter.settings import ExporterSettings
 from tests.api.builders import refresher_with
@@ -448,6 +450,14 @@ def test_dashboard_layout_is_consistent() -> None:
 # ---- a real Prometheus ----
 
 
+STALL_LIMIT_S = ServeSettings().stalled_after_s
+"""Each stored replica's values_stall_limit_seconds: the shipped defaults' (60 s)."""
+STALLED_FROM_STEP = 14
+"""The second stored replica's refresh hangs after its 14th scrape (of 20, 15 s apart): its values are 92 s old
+at the last (six scrapes and the 2 s each refresh's values are old at a scrape), past its 60 s limit; the first
+replica's are 2 s old."""
+
+
 def stored_series(now: float) -> Iterator[Sample]:
     """Five minutes of what Prometheus stores from two runtime pods' exporters and two adapter replicas."""
     jobs = scrape_jobs()
@@ -466,13 +476,17 @@ def stored_series(now: float) -> Iterator[Sample]:
         load = ModelMeshLoad(requests_per_second=rps, queue_delay_ms=30.0 * (1 - index), cache_misses_per_second=1.0)
         pods[name] = (ExporterPod(load, busy, f"GPU-{index}", start), target)
     replicas = []
+    refreshed: dict[int, float] = {}  # each replica's last new values (its ValuesAge's clock: the scrape's time)
+    scraped_at = start
     for index in range(2):
         target = relabel(jobs[ADAPTER_JOB], pod_discovery_labels(
             deployment["metadata"]["namespace"], f"modelmesh-autoscaler-{index}",
             deployment["spec"]["template"]["metadata"]["labels"], https["name"], https["containerPort"],
             f"10.0.1.{index + 1}"))
         assert target is not None
-        replicas.append((AdapterMetrics(), target))
+        metrics = AdapterMetrics()
+        metrics.registry.register(ValuesAge(partial(refreshed.get, index), STALL_LIMIT_S, clock=lambda: scraped_at))
+        replicas.append((metrics, target))
     served = {ServedMetric.DESIRED_REPLICAS: 3.2, ServedMetric.GPU_BUSY: 0.72, ServedMetric.REQUEST_LOAD: 540.0,
               ServedMetric.CACHE_PRESSURE: 0.0}
     honor_exporter = bool(jobs[EXPORTER_JOB].get("honor_labels", False))
@@ -483,7 +497,10 @@ def stored_series(now: float) -> Iterator[Sample]:
             pod.step(at, modelmesh_fails=(index, step) == (1, 18))  # in the last minute: the errors panel's rate
             yield from samples_of(pod.registry, target, honor_exporter, at)
         yield from dcgm_samples(list(pods), at)
-        for metrics, target in replicas:
+        scraped_at = at
+        for index, (metrics, target) in enumerate(replicas):
+            if index == 0 or step <= STALLED_FROM_STEP:  # the second replica's refresh hangs from then on
+                refreshed[index] = at - 2.0
             adapter_step(metrics, RUNTIME_NAMESPACE, RUNTIME_DEPLOYMENT, list(pods), served.__getitem__)
             metrics.runtime_known.update({(RUNTIME_NAMESPACE, RUNTIME_DEPLOYMENT): 1,
                                           (RUNTIME_NAMESPACE, UNKNOWN_DEPLOYMENT): 0})
@@ -529,6 +546,23 @@ async def test_a_panel_shows_scale_down_holds_by_reason(prometheus: PrometheusSe
              for expr in queries for series in await prometheus.query(expr)}
     assert set(shown) == {*HoldReason, EXPIRED} and shown["expired"] > 0 and shown["queued"] > 0, shown
     assert not any(shown[reason] for reason in HoldReason if reason != HoldReason.QUEUED), shown
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_panel_shows_each_replicas_values_age_against_its_stall_limit(prometheus: PrometheusServer) -> None:
+    """The values' age and the replica's stall limit were on no panel: a replica whose refresh hung (503 for every
+    runtime, /livez failing, ModelMeshAutoscalerRefreshStalled 4 minutes past the limit) showed on the dashboard
+    only as its other series standing still, as the refresh last wrote them."""
+    reading = [p for p in panels() if any(VALUES_AGE in t["expr"] for t in p["targets"])]
+    assert len(reading) == 1, f"dashboard panels reading {VALUES_AGE}: {[p['title'] for p in reading]}"
+    (panel,) = reading
+    drawn = {t["legendFormat"]: await prometheus.query(grafana(t["expr"])) for t in panel["targets"]}
+    ages = {series["metric"]["pod"]: float(series["value"][1])
+            for expr, found in drawn.items() if "{{pod}}" in expr for series in found}
+    limits = [float(series["value"][1]) for legend, found in drawn.items() if "{{pod}}" not in legend
+              for series in found]
+    assert ages == {"modelmesh-autoscaler-0": 2.0, "modelmesh-autoscaler-1": 92.0}, drawn
+    assert limits == [60.0], f"the panel does not draw the stall limit ({VALUES_STALL_LIMIT}): {drawn}"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
