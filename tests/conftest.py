@@ -21,13 +21,29 @@ machine then a tenth slower at the same in-process tests); the many quick files 
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 
 import pytest
 from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.errors import HypothesisSideeffectWarning, NonInteractiveExampleWarning
 
 settings.register_profile("modelmesh-autoscaler", deadline=None)
 settings.load_profile("modelmesh-autoscaler")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """On a clean clone (CI's) every xdist worker built Hypothesis's Unicode tables for its first text strategy,
+    all at once: 1.5 CPU-s a worker, 10 CPU-s of the run. The controller builds them before it starts the workers,
+    into `.hypothesis/unicode_data/` (where Hypothesis keeps them), and the workers read them from there. Hypothesis
+    warns of slow work while plugins load: here it is the point, and done once."""
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NonInteractiveExampleWarning)
+        warnings.simplefilter("ignore", HypothesisSideeffectWarning)
+        st.text().example()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
