@@ -446,7 +446,7 @@ def _dropped(request: web.Request, response: web.StreamResponse) -> web.StreamRe
 
 def _normalized(obj: JSON) -> JSON:
     """The object without its resourceVersion and empty maps, to detect no-op writes."""
-    clone = json_copy(obj)
+    clone: JSON = json_copy(obj)
     metadata = clone.get("metadata", {})
     metadata.pop("resourceVersion", None)
     for key in ("labels", "annotations"):

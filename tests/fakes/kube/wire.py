@@ -351,7 +351,7 @@ def checked_object(rtype: ResourceType, body: Any) -> JSON:
     kind = body.get("kind")
     if kind is not None and kind != rtype.kind:
         raise ApiError.bad_request(f"the kind of the object ({kind}) does not match the resource ({rtype.kind})")
-    obj = json_copy(body)
+    obj: JSON = json_copy(body)
     obj.pop("kind", None)
     obj.pop("apiVersion", None)
     return obj
