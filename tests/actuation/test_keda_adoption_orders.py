@@ -12,8 +12,6 @@ never recommends fewer pods than run, so every scale-down seen would come from t
 from __future__ import annotations
 
 import asyncio
-import tempfile
-from pathlib import Path
 
 import aiohttp
 from hypothesis import HealthCheck, example, given, settings
@@ -23,7 +21,7 @@ from autoscaler.actuation.bridge import ReplicaBridge
 from autoscaler.kube.client import KubeClient
 from autoscaler.names import ServedMetric
 from autoscaler.simulation.hpa import HpaSpec, MetricSpec
-from tests.actuation.conftest import SteppedClock
+from tests.actuation.conftest import SteppedClock, connected
 from tests.actuation.keda_cluster import (
     BEHAVIOR,
     DEPLOYMENT,
@@ -116,18 +114,12 @@ class Rig:
 
 async def play(steps: list[str], *, keda: bool, min_replica_count: int, desired: int | None,
                runtime_replicas: int | None) -> Rig:
-    async with FakeKubeApi() as kube, aiohttp.ClientSession() as session:
-        with tempfile.TemporaryDirectory() as folder:
-            config = kube.write_kubeconfig(Path(folder) / "kubeconfig", namespace=NS)
-            client = await KubeClient.connect(config, user_agent="modelmesh-autoscaler/test", timeout_s=30.0)
-            try:
-                rig = Rig(kube, client, session, keda=keda, min_replica_count=min_replica_count, desired=desired,
-                          runtime_replicas=runtime_replicas)
-                for step in steps:
-                    await rig.step(step)
-                await rig.settle()
-            finally:
-                await client.close()
+    async with FakeKubeApi() as kube, aiohttp.ClientSession() as session, connected(kube, NS, 30.0) as client:
+        rig = Rig(kube, client, session, keda=keda, min_replica_count=min_replica_count, desired=desired,
+                  runtime_replicas=runtime_replicas)
+        for step in steps:
+            await rig.step(step)
+        await rig.settle()
     return rig
 
 

@@ -58,9 +58,15 @@ recent = st.one_of(
 )
 
 
+# Built once: a strategy built inside `pods` was built and validated again for every pod drawn.
+gpu_age = st.one_of(st.none(), age)
+models_loaded = st.one_of(signal, st.sampled_from([0.0, 3.0]))
+recency_horizons = st.sampled_from([None, 2.0, 300.0, 600.0, 3600.0, math.nan])
+
+
 @st.composite
 def pods(draw: st.DrawFn) -> PodSample:
-    sampled, gpu_sampled = draw(age), draw(st.one_of(st.none(), age))
+    sampled, gpu_sampled = draw(age), draw(gpu_age)
     return clean_sample(PodSample(  # garbled values made absent, as every source hands them over (`PodSample`)
         name=f"pod-{draw(st.integers(min_value=0, max_value=99))}",
         ready=draw(st.booleans()),
@@ -72,9 +78,9 @@ def pods(draw: st.DrawFn) -> PodSample:
         cache_misses_per_second=draw(signal),
         lru_age_s=draw(signal),
         cache_used_ratio=draw(signal),
-        models_loaded=draw(st.one_of(signal, st.sampled_from([0.0, 3.0]))),
+        models_loaded=draw(models_loaded),
         recent_models=draw(recent),
-        recency_horizon_s=draw(st.sampled_from([None, 2.0, 300.0, 600.0, 3600.0, math.nan])),
+        recency_horizon_s=draw(recency_horizons),
         no_gpu_collector=draw(st.booleans()),
     ))
 

@@ -45,21 +45,31 @@ LABEL_VALUES = st.one_of(st.sampled_from(["modelmesh", "gpu", "0", "GPU-1", "", 
                          st.text(max_size=8).map(escaped))
 
 
+# The strategies `sample_line` draws from are built once, here: built inside it, each was built and validated
+# again for every line of every example.
+SAMPLE_NAMES = st.sampled_from(NAMES)
+LABEL_LISTS = st.lists(
+    st.tuples(st.sampled_from(["collector", "gpu", "uuid", names.MODEL_ID_LABEL, *names.POD_LABELS, "9bad"]),
+              LABEL_VALUES),
+    max_size=3)
+BRACES = st.sampled_from(["{%s}", "{%s,}", "%s", "{ %s }", "{%s"])
+SEPARATORS = st.sampled_from([" ", " ", " ", "  ", "\t"])
+SUFFIXES = st.sampled_from([" 1700000000000", " -5", " x", ""])
+ENDINGS = st.sampled_from(["", "", "", " ", "\r"])
+
+
 @st.composite
 def sample_line(draw: st.DrawFn) -> str:
-    name = draw(st.sampled_from(NAMES))
-    keys = ["collector", "gpu", "uuid", names.MODEL_ID_LABEL, *names.POD_LABELS, "9bad"]
-    labels = draw(st.lists(st.tuples(st.sampled_from(keys),
-                                     LABEL_VALUES),
-                           max_size=3))
+    name = draw(SAMPLE_NAMES)
+    labels = draw(LABEL_LISTS)
     label_text = ",".join(f'{key}="{value}"' for key, value in labels)
-    braces = draw(st.sampled_from(["{%s}", "{%s,}", "%s", "{ %s }", "{%s"]))
+    braces = draw(BRACES)
     head = name + (braces % label_text if (labels or ("{" in braces and draw(st.booleans()))) else "")
-    separator = draw(st.sampled_from([" ", " ", " ", "  ", "\t"]))
+    separator = draw(SEPARATORS)
     line = head + separator + draw(NUMBERS)
     if draw(st.booleans()):
-        line += draw(st.sampled_from([" 1700000000000", " -5", " x", ""]))
-    return line + draw(st.sampled_from(["", "", "", " ", "\r"]))
+        line += draw(SUFFIXES)
+    return line + draw(ENDINGS)
 
 
 COMMENTS = st.sampled_from([

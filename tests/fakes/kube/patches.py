@@ -11,10 +11,9 @@ Preconditions, the status subresource and validation are the server's part (`wri
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Final
 
-from tests.fakes.kube.wire import ApiError
+from tests.fakes.kube.wire import ApiError, json_copy
 
 MERGE_PATCH: Final = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
@@ -43,7 +42,7 @@ def check_patch_type(content_type: str, custom: bool) -> None:
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch: objects merge recursively, null deletes, anything else replaces."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return json_copy(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
@@ -72,7 +71,7 @@ _STRATEGIC_MERGE_KEYS: Final = {
 def strategic_merge_patch(target: Any, patch: Any, list_key: str | None = None) -> Any:
     """Strategic merge patch for the cases tests need: maps merge like a merge patch, known lists merge by key."""
     if isinstance(patch, list) and list_key and isinstance(target, list):
-        merged = [copy.deepcopy(item) for item in target]
+        merged = [json_copy(item) for item in target]
         for item in patch:
             key = item.get(list_key) if isinstance(item, dict) else None
             index = next(
@@ -87,14 +86,14 @@ def strategic_merge_patch(target: Any, patch: Any, list_key: str | None = None) 
                 if index is not None:
                     merged.pop(index)
             elif index is None:
-                merged.append(copy.deepcopy(item))
+                merged.append(json_copy(item))
             else:
                 merged[index] = strategic_merge_patch(merged[index], item)
         return merged
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return json_copy(patch)
     if patch.get("$patch") == "replace":
-        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+        return {k: json_copy(v) for k, v in patch.items() if k != "$patch"}
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if key.startswith("$"):
@@ -173,26 +172,26 @@ def json_patch(document: Any, operations: Any) -> Any:
     """RFC 6902 JSON patch: add, remove, replace, move, copy, test; JSON pointers with ~0 / ~1 escapes."""
     if not isinstance(operations, list):
         raise ApiError.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
-    document = copy.deepcopy(document)
+    document = json_copy(document)
     for operation in operations:
         if not isinstance(operation, dict) or "op" not in operation:
             raise PatchFailed(f"unexpected kind of operation: {operation!r}")
         op = operation["op"]
         tokens = _pointer(operation.get("path"))
         if op == "add":
-            document = _add(document, tokens, copy.deepcopy(operation.get("value")))
+            document = _add(document, tokens, json_copy(operation.get("value")))
         elif op == "remove":
             _remove(document, tokens)
         elif op == "replace":
             _get(document, tokens)
             if tokens:
                 container, last = _resolve(document, tokens)
-                container[int(last) if isinstance(container, list) else last] = copy.deepcopy(operation.get("value"))
+                container[int(last) if isinstance(container, list) else last] = json_copy(operation.get("value"))
             else:
-                document = copy.deepcopy(operation.get("value"))
+                document = json_copy(operation.get("value"))
         elif op in ("move", "copy"):
             source = _pointer(operation.get("from"))
-            value = _remove(document, source) if op == "move" else copy.deepcopy(_get(document, source))
+            value = _remove(document, source) if op == "move" else json_copy(_get(document, source))
             document = _add(document, tokens, value)
         elif op == "test":
             if _get(document, tokens) != operation.get("value"):

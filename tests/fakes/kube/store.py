@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import itertools
 import json
 import time
@@ -34,6 +33,7 @@ from tests.fakes.kube.wire import (
     LabelRequirement,
     check_list_options,
     field_value,
+    json_copy,
     parse_field_selector,
     parse_label_selector,
     rfc3339,
@@ -178,7 +178,7 @@ class ObjectStore:
         a watch from `after` would send, every client's writes included, for a test that plays the watch's
         delivery itself (as late as it likes)."""
         rtype = resource_type(resource)
-        return [copy.deepcopy(event.obj) for event in self._history
+        return [json_copy(event.obj) for event in self._history
                 if event.rtype is rtype and event.resource_version > int(after)]
 
     def put_object(self, resource: str, obj: JSON) -> JSON:
@@ -200,7 +200,7 @@ class ObjectStore:
         old = self._objects[rtype].get(key)
         if old is None:
             raise KeyError(f"{rtype.qualified} {namespace}/{name}")
-        new = copy.deepcopy(old)
+        new = json_copy(old)
         mutate(new)
         return self._replace(rtype, key, old, new)
 
@@ -260,7 +260,7 @@ class ObjectStore:
     def _render(self, rtype: ResourceType, obj: JSON, typed: bool = True) -> JSON:
         """The object as the server serializes it: typed (kind, apiVersion) unless it is a list item."""
         rendered: JSON = {"kind": rtype.kind, "apiVersion": rtype.api_version} if typed else {}
-        body = copy.deepcopy(obj)
+        body = json_copy(obj)
         metadata = body.get("metadata", {})
         for key in ("labels", "annotations"):
             if key in metadata and not metadata[key]:
@@ -300,14 +300,14 @@ class ObjectStore:
         metadata.pop("deletionTimestamp", None)
         if rtype.tracks_generation:
             metadata["generation"] = 1
-        stored = copy.deepcopy(obj)
+        stored = json_copy(obj)
         self._objects[rtype][key] = stored
         self._emit(rtype, "ADDED", stored, None)
         return self._render(rtype, stored)
 
     def _replace(self, rtype: ResourceType, key: ObjectKey, old: JSON, new: JSON) -> JSON:
         """Store `new` over `old` keeping server-owned metadata; no write (and no event) when nothing changed."""
-        new = copy.deepcopy(new)
+        new = json_copy(new)
         metadata = new.setdefault("metadata", {})
         for owned in ("name", "namespace", "uid", "creationTimestamp", "generation"):
             if owned in old["metadata"]:
@@ -326,7 +326,7 @@ class ObjectStore:
         old = self._objects[rtype].pop(key, None)
         if old is None:
             raise ApiError.not_found(rtype, key[1])
-        final = copy.deepcopy(old)
+        final = json_copy(old)
         final["metadata"]["resourceVersion"] = self._bump()
         self._emit(rtype, "DELETED", final, old)
         return self._render(rtype, final)
@@ -446,7 +446,7 @@ def _dropped(request: web.Request, response: web.StreamResponse) -> web.StreamRe
 
 def _normalized(obj: JSON) -> JSON:
     """The object without its resourceVersion and empty maps, to detect no-op writes."""
-    clone = copy.deepcopy(obj)
+    clone: JSON = json_copy(obj)
     metadata = clone.get("metadata", {})
     metadata.pop("resourceVersion", None)
     for key in ("labels", "annotations"):

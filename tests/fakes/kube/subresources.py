@@ -16,7 +16,6 @@ Kept as the API server does it (apiextensions-apiserver `customresource/status_s
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -31,7 +30,7 @@ from tests.fakes.kube.patches import (
 from tests.fakes.kube.patches import strategic_merge_patch as _strategic
 from tests.fakes.kube.resources import ResourceType, ScalePaths
 from tests.fakes.kube.store import ObjectKey
-from tests.fakes.kube.wire import JSON, ApiError
+from tests.fakes.kube.wire import JSON, ApiError, json_copy
 from tests.fakes.kube.writes import ObjectWrites
 
 
@@ -59,7 +58,7 @@ class Subresources(ObjectWrites):
         current = self._render(rtype, existing)
         changed = _decode(body) if method == "PUT" else _apply(current, body, content_type, rtype.custom)
         _precondition(rtype, key, existing, changed)
-        new = copy.deepcopy(existing)
+        new = json_copy(existing)
         if isinstance(changed.get("status"), dict):
             new["status"] = changed["status"]
         else:
@@ -83,7 +82,7 @@ class Subresources(ObjectWrites):
         if replicas < 0:
             raise ApiError.invalid("Scale", "autoscaling", key[1],
                                    [("spec.replicas", replicas, "must be greater than or equal to 0")])
-        new = copy.deepcopy(existing)
+        new = json_copy(existing)
         _set(new, paths.spec_replicas, replicas)
         self._validate(rtype, new, existing)
         self._replace(rtype, key, existing, new)

@@ -8,7 +8,6 @@ subresource), a patch format the resource does not take (415), and the validatio
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -25,7 +24,7 @@ from tests.fakes.kube.patches import (
 from tests.fakes.kube.resources import LEASES, PODS, ResourceType
 from tests.fakes.kube.schemas import pruned_and_checked
 from tests.fakes.kube.store import ObjectKey, ObjectStore
-from tests.fakes.kube.wire import JSON, ApiError, checked_object
+from tests.fakes.kube.wire import JSON, ApiError, checked_object, json_copy
 from tests.fakes.kube.workloads import check_pod_deletion_cost
 
 
@@ -158,6 +157,6 @@ def _keep_status(rtype: ResourceType, obj: JSON, existing: JSON) -> None:
     if not rtype.status_subresource:
         return
     if "status" in existing:
-        obj["status"] = copy.deepcopy(existing["status"])
+        obj["status"] = json_copy(existing["status"])
     else:
         obj.pop("status", None)
