@@ -9,7 +9,7 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +139,6 @@ def data_path_running(
 
     `gpus`: one fake NVML per pod, loaded by that pod's exporter (else the exporters run with `--no-gpu`).
     `clocks_off_s`: per pod, how far its node's clock is off (`tests.fakes.node_clock`; 0 or none: right)."""
-    adapter_port = free_port()
     with ExitStack() as stack:
         modelmesh_urls, exporter_urls, exporter_ports, cert_dirs = [], [], [], []
         fakes: list[Server] = []
@@ -178,21 +177,45 @@ def data_path_running(
             "namespace": "default", "deployment": DEPLOYMENT,
             "pods": [{"name": f"pod-{i}", "url": url} for i, url in enumerate(exporter_urls)],
         }]}))
-        config_args: list[str] = []
-        if policy is not None:
-            (workdir / "policy.yaml").write_text(yaml.safe_dump({"defaults": dict(policy)}))
-            config_args = ["--config", str(workdir / "policy.yaml")]
-        adapter = stack.enter_context(running(
-            ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{adapter_port}",
-             "--targets", str(targets), "--refresh-interval", "1", "--window", "3", *config_args,
-             *adapter_args],
-            f"https://127.0.0.1:{adapter_port}/healthz", workdir / "adapter.log", dict(adapter_env or {}),
-        ))
+        adapter_url, adapter = stack.enter_context(adapter_running(workdir, targets, adapter_args, policy, adapter_env))
         yield DataPath(
-            modelmesh_urls, exporter_urls, f"https://127.0.0.1:{adapter_port}",
-            write_kubeconfig(workdir / "kubeconfig", f"https://127.0.0.1:{adapter_port}"), workdir, list(exporters),
-            list(gpus or ()), commands, stack, adapter,
+            modelmesh_urls, exporter_urls, adapter_url, write_kubeconfig(workdir / "kubeconfig", adapter_url),
+            workdir, list(exporters), list(gpus or ()), commands, stack, adapter,
         )
+
+
+@contextmanager
+def adapter_running(
+    workdir: Path, targets: Path, adapter_args: Sequence[str] = (), policy: Mapping[str, object] | None = None,
+    adapter_env: Mapping[str, str] | None = None,
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`data_path_running`'s adapter, reading the exporters of `targets`: its URL and process. Its policy file
+    and its log (adapter.log) are in `workdir`."""
+    port = free_port()
+    config_args: list[str] = []
+    if policy is not None:
+        (workdir / "policy.yaml").write_text(yaml.safe_dump({"defaults": dict(policy)}))
+        config_args = ["--config", str(workdir / "policy.yaml")]
+    with running(
+        ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}",
+         "--targets", str(targets), "--refresh-interval", "1", "--window", "3", *config_args, *adapter_args],
+        f"https://127.0.0.1:{port}/healthz", workdir / "adapter.log", dict(adapter_env or {}),
+    ) as adapter:
+        yield f"https://127.0.0.1:{port}", adapter
+
+
+@contextmanager
+def another_adapter(
+    path: DataPath, workdir: Path, adapter_args: Sequence[str] = (), policy: Mapping[str, object] | None = None,
+    adapter_env: Mapping[str, str] | None = None,
+) -> Iterator[DataPath]:
+    """One more adapter, with its own flags, reading the exporters of a running `path` (its targets file): the
+    data path as seen through it (its log and kubeconfig in `workdir`). For the tests of one file that only read
+    the same pods: their fake ModelMesh and exporter processes started once (a data path of 3 pods is 6
+    processes, about 2 CPU-s to start), each test's adapter its own."""
+    with adapter_running(workdir, path.log_dir / "targets.yaml", adapter_args, policy, adapter_env) as (url, adapter):
+        yield replace(path, adapter_url=url, kubeconfig=write_kubeconfig(workdir / "kubeconfig", url),
+                      log_dir=workdir, adapter=adapter)
 
 
 @pytest.fixture(scope="module")
