@@ -44,6 +44,7 @@ def test_idle_pods_exporters_gone_and_back_move_gpu_busy_only_with_the_fresh_pod
     with data_path_running(tmp_path, pods=4, rps=50, gpus=gpus, policy={"scale_down_tau_s": 300}) as path:
         path.until_served("modelmesh_gpu_busy", lambda v: v is not None and abs(v - 0.5414) < 0.012, timeout=40)
         before = path.until_served("modelmesh_desired_replicas", bool, timeout=10)
+        assert before is not None
 
         for pod in (2, 3):  # two idle pods' exporters stop: connection refused (2 of 4 fresh: coverage 0.5)
             path.kill_exporter(pod)
