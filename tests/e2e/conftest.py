@@ -7,9 +7,9 @@ import asyncio
 import json
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from tests.fakes.kube import FakeKubeApi
 from tests.fakes.node_clock import clock_off_env
 from tests.fakes.nvml import FakeNvml
 from tests.support.kubectl import get_raw, write_kubeconfig
-from tests.support.processes import Server, all_running, free_port, http_post_json, running, stop
+from tests.support.processes import Server, all_running, free_port, http_get, http_post_json, poll, running, stop
 from tests.support.quantities import quantity_value
 
 DEPLOYMENT = "modelmesh-serving-demo"
@@ -89,6 +89,38 @@ class DataPath:
         code, value = self.served(metric)
         return value if code == 0 and isinstance(value, float) else None
 
+    def answered(self, metric: str) -> tuple[int, float | str]:
+        """What the adapter answers kubectl's `get --raw` of `metric` (the same GET), read in this process:
+        (200, value) or (status, its Status body, whose reason kubectl prints: ServiceUnavailable for a 503).
+
+        For polling: a kubectl run costs about 50 ms of CPU (a Go binary that asks /version first), and a loop
+        reading every half second ran a hundred of them in a file. A test that polls with this still reads
+        with kubectl (`served`) what it asserts at the end."""
+        status, body = http_get(self.adapter_url + self.metric_path(metric))
+        if status != 200:
+            return status, body
+        value: str = json.loads(body)["items"][0]["value"]
+        return status, quantity_value(value)
+
+    def answered_value(self, metric: str) -> float | None:
+        """`value`, read in this process (`answered`): None where the adapter answers an error."""
+        status, value = self.answered(metric)
+        return value if status == 200 and isinstance(value, float) else None
+
+    def until_served(self, metric: str, check: Callable[[float | None], bool], timeout: float) -> float | None:
+        """Once kubectl reads a value of `metric` that passes `check` (None: an error), that value; else an
+        AssertionError after `timeout`. Polled in this process (`answered`) until it holds, then read with
+        kubectl (polled again, with the same timeout, should the value move in between)."""
+        poll(lambda: check(self.answered_value(metric)), timeout=timeout)
+        seen: list[float | None] = []
+
+        def by_kubectl() -> bool:
+            seen.append(self.value(metric))
+            return check(seen[-1])
+
+        poll(by_kubectl, timeout=timeout)
+        return seen[-1]
+
 
 @contextmanager
 def data_path_running(
@@ -107,7 +139,6 @@ def data_path_running(
 
     `gpus`: one fake NVML per pod, loaded by that pod's exporter (else the exporters run with `--no-gpu`).
     `clocks_off_s`: per pod, how far its node's clock is off (`tests.fakes.node_clock`; 0 or none: right)."""
-    adapter_port = free_port()
     with ExitStack() as stack:
         modelmesh_urls, exporter_urls, exporter_ports, cert_dirs = [], [], [], []
         fakes: list[Server] = []
@@ -146,21 +177,45 @@ def data_path_running(
             "namespace": "default", "deployment": DEPLOYMENT,
             "pods": [{"name": f"pod-{i}", "url": url} for i, url in enumerate(exporter_urls)],
         }]}))
-        config_args: list[str] = []
-        if policy is not None:
-            (workdir / "policy.yaml").write_text(yaml.safe_dump({"defaults": dict(policy)}))
-            config_args = ["--config", str(workdir / "policy.yaml")]
-        adapter = stack.enter_context(running(
-            ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{adapter_port}",
-             "--targets", str(targets), "--refresh-interval", "1", "--window", "3", *config_args,
-             *adapter_args],
-            f"https://127.0.0.1:{adapter_port}/healthz", workdir / "adapter.log", dict(adapter_env or {}),
-        ))
+        adapter_url, adapter = stack.enter_context(adapter_running(workdir, targets, adapter_args, policy, adapter_env))
         yield DataPath(
-            modelmesh_urls, exporter_urls, f"https://127.0.0.1:{adapter_port}",
-            write_kubeconfig(workdir / "kubeconfig", f"https://127.0.0.1:{adapter_port}"), workdir, list(exporters),
-            list(gpus or ()), commands, stack, adapter,
+            modelmesh_urls, exporter_urls, adapter_url, write_kubeconfig(workdir / "kubeconfig", adapter_url),
+            workdir, list(exporters), list(gpus or ()), commands, stack, adapter,
         )
+
+
+@contextmanager
+def adapter_running(
+    workdir: Path, targets: Path, adapter_args: Sequence[str] = (), policy: Mapping[str, object] | None = None,
+    adapter_env: Mapping[str, str] | None = None,
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`data_path_running`'s adapter, reading the exporters of `targets`: its URL and process. Its policy file
+    and its log (adapter.log) are in `workdir`."""
+    port = free_port()
+    config_args: list[str] = []
+    if policy is not None:
+        (workdir / "policy.yaml").write_text(yaml.safe_dump({"defaults": dict(policy)}))
+        config_args = ["--config", str(workdir / "policy.yaml")]
+    with running(
+        ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}",
+         "--targets", str(targets), "--refresh-interval", "1", "--window", "3", *config_args, *adapter_args],
+        f"https://127.0.0.1:{port}/healthz", workdir / "adapter.log", dict(adapter_env or {}),
+    ) as adapter:
+        yield f"https://127.0.0.1:{port}", adapter
+
+
+@contextmanager
+def another_adapter(
+    path: DataPath, workdir: Path, adapter_args: Sequence[str] = (), policy: Mapping[str, object] | None = None,
+    adapter_env: Mapping[str, str] | None = None,
+) -> Iterator[DataPath]:
+    """One more adapter, with its own flags, reading the exporters of a running `path` (its targets file): the
+    data path as seen through it (its log and kubeconfig in `workdir`). For the tests of one file that only read
+    the same pods: their fake ModelMesh and exporter processes started once (a data path of 3 pods is 6
+    processes, about 2 CPU-s to start), each test's adapter its own."""
+    with adapter_running(workdir, path.log_dir / "targets.yaml", adapter_args, policy, adapter_env) as (url, adapter):
+        yield replace(path, adapter_url=url, kubeconfig=write_kubeconfig(workdir / "kubeconfig", url),
+                      log_dir=workdir, adapter=adapter)
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,12 @@ shown, as each pod's `need`; the values the HPA reads do not depend on the setti
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import data_path_running
+from tests.e2e.conftest import DataPath, another_adapter, data_path_running
 from tests.e2e.test_missing_signal_e2e import debug_runtime
 from tests.e2e.test_unique_copies_e2e import ONLY_UNIQUE_COPIES, shown
 from tests.support.processes import poll
@@ -22,12 +23,20 @@ UNEVEN = [["--model-prefix", "alone"], ["--model-prefix", "shared"], ["--model-p
 """pod-0 alone serves its models, pod-1 and pod-2 share theirs: needs 1, 0, 0 (costs 900, 0, 0 where written)."""
 
 
+@pytest.fixture(scope="module")
+def uneven(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DataPath]:
+    """The `UNEVEN` pods, read by an adapter at the default `--deletion-cost`. No test changes the pods, so they
+    are started once; each setting of `--deletion-cost` is an adapter of its own (`another_adapter`)."""
+    with data_path_running(tmp_path_factory.mktemp("uneven"), pods=3, rps=30.0, policy=ONLY_UNIQUE_COPIES,
+                           modelmesh_args=UNEVEN) as path:
+        yield path
+
+
 @pytest.mark.parametrize(("spelling", "env"), [(["--deletion-cost", "off"], {}),
                                                ([], {"AUTOSCALER_DELETION_COST": "off"})])
 def test_deletion_cost_off_shows_each_pods_need_and_a_null_deletion_cost(
-        tmp_path: Path, spelling: list[str], env: dict[str, str]) -> None:
-    with data_path_running(tmp_path, pods=3, rps=30.0, policy=ONLY_UNIQUE_COPIES, modelmesh_args=UNEVEN,
-                           adapter_args=spelling, adapter_env=env) as path:
+        uneven: DataPath, tmp_path: Path, spelling: list[str], env: dict[str, str]) -> None:
+    with another_adapter(uneven, tmp_path, spelling, ONLY_UNIQUE_COPIES, env) as path:
         with contextlib.suppress(AssertionError):  # said below, with the needs seen last
             poll(lambda: shown(path, "need") == {"pod-0": 1.0, "pod-1": 0.0, "pod-2": 0.0}, timeout=30)
         assert shown(path, "need") == {"pod-0": 1.0, "pod-1": 0.0, "pod-2": 0.0}
@@ -38,12 +47,12 @@ def test_deletion_cost_off_shows_each_pods_need_and_a_null_deletion_cost(
 
 
 def test_costs_no_api_can_take_are_shown_as_the_ones_the_adapter_would_write_and_said_to_be_unwritten(
-        tmp_path: Path) -> None:
-    with data_path_running(tmp_path, pods=3, rps=30.0, policy=ONLY_UNIQUE_COPIES, modelmesh_args=UNEVEN) as path:
-        with contextlib.suppress(AssertionError):  # said below, with the costs seen last
-            poll(lambda: shown(path, "deletion_cost") == {"pod-0": 900, "pod-1": 0, "pod-2": 0}, timeout=30)
-        assert shown(path, "deletion_cost") == {"pod-0": 900, "pod-1": 0, "pod-2": 0}
-        warnings = [str(warning) for warning in debug_runtime(path)["warnings"]]  # type: ignore[attr-defined]
+        uneven: DataPath) -> None:
+    path = uneven
+    with contextlib.suppress(AssertionError):  # said below, with the costs seen last
+        poll(lambda: shown(path, "deletion_cost") == {"pod-0": 900, "pod-1": 0, "pod-2": 0}, timeout=30)
+    assert shown(path, "deletion_cost") == {"pod-0": 900, "pod-1": 0, "pod-2": 0}
+    warnings = [str(warning) for warning in debug_runtime(path)["warnings"]]  # type: ignore[attr-defined]
     said = [warning for warning in warnings if "pod-deletion costs cannot be written" in warning]
     assert len(said) == 1, warnings
     assert "--kubeconfig" in said[0] and "deletion_cost" in said[0] and "--deletion-cost off" in said[0], said

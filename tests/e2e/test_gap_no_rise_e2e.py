@@ -42,8 +42,9 @@ def near(values: list[float | str], expected: float) -> bool:
 def test_idle_pods_exporters_gone_and_back_move_gpu_busy_only_with_the_fresh_pods(tmp_path: Path) -> None:
     gpus = fake_gpus(tmp_path, HOT_AND_IDLE)
     with data_path_running(tmp_path, pods=4, rps=50, gpus=gpus, policy={"scale_down_tau_s": 300}) as path:
-        poll(lambda: (v := path.value("modelmesh_gpu_busy")) is not None and abs(v - 0.5414) < 0.012, timeout=40)
-        before = poll(lambda: path.value("modelmesh_desired_replicas"), timeout=10)
+        path.until_served("modelmesh_gpu_busy", lambda v: v is not None and abs(v - 0.5414) < 0.012, timeout=40)
+        before = path.until_served("modelmesh_desired_replicas", bool, timeout=10)
+        assert before is not None
 
         for pod in (2, 3):  # two idle pods' exporters stop: connection refused (2 of 4 fresh: coverage 0.5)
             path.kill_exporter(pod)
@@ -58,7 +59,7 @@ def test_idle_pods_exporters_gone_and_back_move_gpu_busy_only_with_the_fresh_pod
         # A real change of a fresh pod still moves it: pod 1 at 60%, M2(0.95, 0.6, 0.3, 0.3) = 0.6005 (over the
         # fresh pods alone 0.7945).
         gpus[1].set_gpu(0, util=60)
-        poll(lambda: (v := path.value("modelmesh_gpu_busy")) is not None and v > 0.59, timeout=15)
+        path.until_served("modelmesh_gpu_busy", lambda v: v is not None and v > 0.59, timeout=15)
         assert near(served_over(path, "modelmesh_gpu_busy", 2), 0.6005)
 
         for pod in (2, 3):
@@ -77,8 +78,8 @@ def test_idle_pods_gpu_failing_and_back_moves_gpu_busy_only_with_the_fresh_pods(
     after the GPU was back it fell at the slow-fall rate."""
     gpus = fake_gpus(tmp_path, HOT_AND_IDLE)
     with data_path_running(tmp_path, pods=4, rps=50, gpus=gpus, policy={"scale_down_tau_s": 300}) as path:
-        poll(lambda: (v := path.value("modelmesh_gpu_busy")) is not None and abs(v - 0.5414) < 0.012, timeout=40)
-        before = poll(lambda: path.value("modelmesh_desired_replicas"), timeout=10)
+        path.until_served("modelmesh_gpu_busy", lambda v: v is not None and abs(v - 0.5414) < 0.012, timeout=40)
+        before = path.until_served("modelmesh_desired_replicas", bool, timeout=10)
 
         gpus[3].set_gpu(0, error=GPU_IS_LOST)  # an idle pod's GPU collector fails; its load signals stay fresh
         poll(lambda: gpu_states(path).get("pod-3") not in (None, "fresh"), timeout=15)
@@ -102,8 +103,8 @@ def test_a_gpu_reading_gone_is_missing_at_once_so_nothing_falls_meanwhile(tmp_pa
     gpus = fake_gpus(tmp_path, HOT_AND_IDLE)
     with data_path_running(tmp_path, pods=4, rps=50, gpus=gpus, policy={"scale_down_tau_s": 0},
                            adapter_args=["--max-staleness", "20"]) as path:
-        poll(lambda: (v := path.value("modelmesh_gpu_busy")) is not None and abs(v - 0.5414) < 0.012, timeout=40)
-        before = poll(lambda: path.value("modelmesh_desired_replicas"), timeout=10)
+        path.until_served("modelmesh_gpu_busy", lambda v: v is not None and abs(v - 0.5414) < 0.012, timeout=40)
+        before = path.until_served("modelmesh_desired_replicas", bool, timeout=10)
 
         gpus[3].set_gpu(0, error=GPU_IS_LOST)
         gpus[0].set_gpu(0, util=30)  # a real fall, while pod-3's GPU is missing: M2 of four 0.3 = 0.3
@@ -115,7 +116,7 @@ def test_a_gpu_reading_gone_is_missing_at_once_so_nothing_falls_meanwhile(tmp_pa
         assert desired and all(v == before for v in desired), (before, desired)
 
         gpus[3].set_gpu(0, error=0, util=30)  # back: every GPU read fresh, and the fall is served (tau 0)
-        poll(lambda: (v := path.value("modelmesh_gpu_busy")) is not None and abs(v - 0.3) < 0.012, timeout=30)
+        path.until_served("modelmesh_gpu_busy", lambda v: v is not None and abs(v - 0.3) < 0.012, timeout=30)
 
 
 async def test_idle_pods_gpu_failing_in_prometheus_mode_moves_gpu_busy_only_with_the_fresh_pods(
@@ -131,8 +132,8 @@ async def test_idle_pods_gpu_failing_in_prometheus_mode_moves_gpu_busy_only_with
     ) as path:
         async with PrometheusServer(path.exporter_urls, port=port, target_labels=path.prometheus_target_labels(),
                                     workdir=tmp_path / "prometheus"):
-            await until(lambda: (v := path.value("modelmesh_gpu_busy")) is not None and abs(v - 0.5414) < 0.012,
-                        timeout=60)
+            await asyncio.to_thread(path.until_served, "modelmesh_gpu_busy",
+                                    lambda v: v is not None and abs(v - 0.5414) < 0.012, 60)
 
             gpus[3].set_gpu(0, error=GPU_IS_LOST)
             await until(lambda: gpu_states(path).get("pod-3") not in (None, "fresh"), timeout=30)

@@ -1,7 +1,7 @@
 """The HPA's `maxReplicas` bounds what the adapter serves (docs/design.md §6, Bounds), in cluster mode: runtime
 and pods from the fake Kubernetes API, an `autoscaling/v2` HPA there, real exporters, the real adapter with
-`--kubeconfig`, values read with kubectl. Both process layouts: the default (serving workers fed by a refresh
-process, which must run the HPA watch) and `--workers 0`.
+`--kubeconfig`, values read with kubectl (polled in this process: the same GET). Both process layouts: the
+default (serving workers fed by a refresh process, which must run the HPA watch) and `--workers 0`.
 
 Was (issue 10): the served value reached 216 against a maxReplicas of 100, and once load fell it took
 `tau · ln 2.16` before the HPA saw any change. That delay comes from the smoothing state staying above the cap;
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
 from tests.e2e.cluster_pods import start_pod
 from tests.fakes.kube import FakeKubeApi
 from tests.support.kubectl import get_raw, write_kubeconfig
-from tests.support.processes import free_port, running
+from tests.support.processes import free_port, http_get, running
 from tests.support.quantities import quantity_value
 
 pytestmark = pytest.mark.slow
@@ -52,35 +53,43 @@ class Cluster:
     kube: FakeKubeApi
     hot: FakeModelMesh
     kubeconfig: Path
+    adapter_url: str
     served: list[float | None] = field(default_factory=list)
 
     def desired(self) -> float | None:
-        """What kubectl reads now (None: an error); every reading is kept for failure messages."""
+        """What the adapter serves kubectl now (None: an error), read in this process (a kubectl run costs about
+        50 ms of CPU, and the waits below read every 0.3 s); every reading is kept for failure messages."""
+        status, body = http_get(self.adapter_url + DESIRED)
+        return self._kept(quantity_value(json.loads(body)["items"][0]["value"]) if status == 200 else None)
+
+    def desired_by_kubectl(self) -> float | None:
+        """What kubectl reads now (None: an error), kept with the others."""
         code, body = get_raw(self.kubeconfig, DESIRED)
-        value: float | None = None
-        if code == 0:
-            text: str = body["items"][0]["value"]
-            value = quantity_value(text)
+        return self._kept(quantity_value(body["items"][0]["value"]) if code == 0 else None)
+
+    def _kept(self, value: float | None) -> float | None:
         self.served.append(value)
         return value
 
     def request_load(self) -> float | None:
-        """The runtime's request load before smoothing (`raw`), as /debug shows it through kubectl: the
-        recommendation's `raw` is already bounded, so the load tells when the demand has fallen."""
-        code, body = get_raw(self.kubeconfig, DEBUG)
-        if code != 0:
+        """The runtime's request load before smoothing (`raw`), as /debug shows it: the recommendation's `raw` is
+        already bounded, so the load tells when the demand has fallen."""
+        status, body = http_get(self.adapter_url + DEBUG)
+        if status != 200:
             return None
-        raw: float | None = body["values"]["modelmesh_request_load"]["raw"]
+        raw: float | None = json.loads(body)["values"]["modelmesh_request_load"]["raw"]
         return raw
 
 
 async def eventually(cluster: Cluster, check: Callable[[float | None], bool]) -> None:
-    """Until `check(desired)` holds; fails only if the adapter hangs (`HANG_GUARD_S`), with the last values served."""
-    deadline = time.monotonic() + HANG_GUARD_S
-    while not check(await asyncio.to_thread(cluster.desired)):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never met; served lately: {cluster.served[-10:]}")
-        await asyncio.sleep(0.3)
+    """Until kubectl reads a value for which `check(desired)` holds (polled in this process until it does, then
+    read with kubectl); fails only if the adapter hangs (`HANG_GUARD_S`), with the last values served."""
+    for read in (cluster.desired, cluster.desired_by_kubectl):
+        deadline = time.monotonic() + HANG_GUARD_S
+        while not check(await asyncio.to_thread(read)):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"never met; served lately: {cluster.served[-10:]}")
+            await asyncio.sleep(0.3)
 
 
 @pytest.fixture(params=[[], ["--workers", "0"]], ids=["workers", "one-process"])
@@ -105,7 +114,7 @@ async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
                      *request.param],
                     f"https://127.0.0.1:{adapter_port}/healthz", tmp_path / "adapter.log"))
                 kubeconfig = write_kubeconfig(tmp_path / "adapter.kubeconfig", f"https://127.0.0.1:{adapter_port}")
-                yield Cluster(kube, hot, kubeconfig)
+                yield Cluster(kube, hot, kubeconfig, f"https://127.0.0.1:{adapter_port}")
             finally:
                 for runner in runners:
                     await runner.cleanup()
@@ -122,6 +131,7 @@ async def test_served_desired_is_clamped_to_the_hpa_max_and_its_state_never_rise
     for _ in range(10):  # still 29 pods of demand: the cap holds
         assert await asyncio.to_thread(cluster.desired) == 3.0
         await asyncio.sleep(0.3)
+    assert await asyncio.to_thread(cluster.desired_by_kubectl) == 3.0
 
     # Demand falls to 9.5 pods, still above the cap: 3 is served throughout.
     cluster.hot.update(requests_per_second=LOWER_RPS)

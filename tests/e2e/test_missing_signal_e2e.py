@@ -28,13 +28,15 @@ pytestmark = pytest.mark.slow
 
 
 def served_over(path: DataPath, metric: str, seconds: float) -> list[float | str]:
-    """What kubectl reads for `metric` every half second for `seconds`: a value, or kubectl's error text."""
+    """What the adapter serves for `metric` every half second for `seconds`, the last reading kubectl's: a value,
+    or the error (its Status body; kubectl's text for the last one). The readings before are the same GET read in
+    this process (`DataPath.answered`): a kubectl run every half second was two thirds of a file's kubectl CPU."""
     seen: list[float | str] = []
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        seen.append(path.served(metric)[1])
+        seen.append(path.answered(metric)[1])
         time.sleep(0.5)
-    return seen
+    return [*seen, path.served(metric)[1]]
 
 
 def unknown(served: float | str) -> bool:
@@ -68,8 +70,8 @@ def test_gpu_series_vanishing_on_every_pod_hold_desired_and_gpu_busy(tmp_path: P
     gpus = fake_gpus(tmp_path, [90, 90, 90, 90])
     with data_path_running(tmp_path, pods=4, rps=50, gpus=gpus, policy={"scale_down_tau_s": 0}) as path:
         # 4 pods x 0.9 / 0.8 = 4.5 pods: 5.
-        poll(lambda: path.value("modelmesh_desired_replicas") == 5.0, timeout=40)
-        busy = poll(lambda: path.value("modelmesh_gpu_busy"), timeout=10)
+        path.until_served("modelmesh_desired_replicas", lambda served: served == 5.0, timeout=40)
+        busy = path.until_served("modelmesh_gpu_busy", bool, timeout=10)
         assert isinstance(busy, float) and 0.85 <= busy <= 0.95
 
         for fake in gpus:  # the GPU collector fails on every pod; the ModelMesh collector goes on working
@@ -92,7 +94,7 @@ def test_hot_pod_losing_its_gpu_rate_and_queue_series_keeps_desired(tmp_path: Pa
         path.set_load(pod=0, queue_delay_ms=200)
         # GPU: M2(0.9, 0.1, 0.1, 0.1) = sqrt(0.84 / 4) = 0.458; x 4 pods / 0.8 = 2.29 pods.
         # Queue: 2.29 + (0.2 - 0.05) / 60 = 2.29 pods (drain 60 s). Desired 3; no request target, so no request term.
-        poll(lambda: path.value("modelmesh_desired_replicas") == 3.0, timeout=40)
+        path.until_served("modelmesh_desired_replicas", lambda served: served == 3.0, timeout=40)
 
         # The hot pod's GPU is lost and its exporter restarts with a slow ModelMesh loop (no rate or queue
         # delay until its second reading, 4 s later) just as its ModelMesh container restarts too.
@@ -125,7 +127,7 @@ async def test_exporter_restart_in_prometheus_mode_does_not_lower_values(tmp_pat
         async with PrometheusServer(path.exporter_urls, port=port, target_labels=path.prometheus_target_labels(),
                                     workdir=tmp_path / "prometheus"):
             # 2 pods x 130 req/s = 260 req/s at 100 per pod: 2.6 pods, 3.
-            await until(lambda: path.value("modelmesh_desired_replicas") == 3.0, timeout=60)
+            await asyncio.to_thread(path.until_served, "modelmesh_desired_replicas", lambda served: served == 3.0, 60)
             load = path.value("modelmesh_request_load")
             assert load is not None and 240 < load < 280
 

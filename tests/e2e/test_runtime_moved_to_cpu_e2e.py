@@ -41,11 +41,11 @@ def test_a_runtime_whose_pods_now_have_no_gpu_scales_on_its_request_rate(tmp_pat
     policy = {"scale_down_tau_s": 0, "target_rps_per_pod": 100}
     with data_path_running(tmp_path, pods=4, rps=45, gpus=gpus, policy=policy) as path:
         # GPU: 4 pods x 0.9 / 0.8 = 4.5 pods: 5. Requests: 4 x 45 / 100 = 1.8 pods: 2 (rates a tenth off still 2).
-        poll(lambda: path.value("modelmesh_desired_replicas") == 5.0, timeout=40)
+        path.until_served("modelmesh_desired_replicas", lambda served: served == 5.0, timeout=40)
 
         move_to_cpu_nodes(path)
         # Without the GPU: the request term's 2 pods.
-        poll(lambda: path.value("modelmesh_desired_replicas") == 2.0, timeout=30)
+        path.until_served("modelmesh_desired_replicas", lambda served: served == 2.0, timeout=30)
         assert all(value == 2.0 for value in served_over(path, "modelmesh_desired_replicas", 3))
         document = debug_runtime(path)
         assert gpu_states(path) == ["absent"] * 4, document
@@ -61,11 +61,11 @@ def test_a_runtime_left_without_a_capacity_signal_is_warned_about(tmp_path: Path
     gpus = fake_gpus(tmp_path, [90, 90, 90])
     with data_path_running(tmp_path, pods=3, rps=50, gpus=gpus, policy={"scale_down_tau_s": 0}) as path:
         # 3 pods x 0.9 / 0.8 = 3.4 pods: 4.
-        poll(lambda: path.value("modelmesh_desired_replicas") == 4.0, timeout=40)
+        path.until_served("modelmesh_desired_replicas", lambda served: served == 4.0, timeout=40)
 
         move_to_cpu_nodes(path)
         # No capacity signal left: the Ready pods, 3, and the warning that names the setting to add.
-        poll(lambda: path.value("modelmesh_desired_replicas") == 3.0, timeout=30)
+        path.until_served("modelmesh_desired_replicas", lambda served: served == 3.0, timeout=30)
         document = debug_runtime(path)
         assert any("target_rps_per_pod" in warning for warning in document["warnings"]), document  # type: ignore[attr-defined]
         assert "no capacity signal" in path.adapter_log()
@@ -89,9 +89,9 @@ def test_after_forgetting_only_a_pod_reporting_a_gpu_reading_brings_the_gpu_back
     policy = {"scale_down_tau_s": 0, "target_rps_per_pod": 100}
     with data_path_running(tmp_path, pods=2, rps=45, gpus=gpus, policy=policy) as path:
         # GPU: 2 pods x 0.9 / 0.8 = 2.25 pods: 3. Requests: 2 x 45 / 100 = 0.9 pods: 1.
-        poll(lambda: path.value("modelmesh_desired_replicas") == 3.0, timeout=40)
+        path.until_served("modelmesh_desired_replicas", lambda served: served == 3.0, timeout=40)
         move_to_cpu_nodes(path)
-        poll(lambda: path.value("modelmesh_desired_replicas") == 1.0, timeout=30)
+        path.until_served("modelmesh_desired_replicas", lambda served: served == 1.0, timeout=30)
         forgot = [line for line in path.adapter_log().splitlines() if "forgets its GPU" in line]
         assert len(forgot) == 1 and "a pod that reports a GPU reading again brings it back" in forgot[0], forgot
         assert "failing or not" not in forgot[0], forgot
@@ -100,7 +100,7 @@ def test_after_forgetting_only_a_pod_reporting_a_gpu_reading_brings_the_gpu_back
         # The restarted exporters' load is fresh once they have two ModelMesh reads (a rate): until then the pods
         # are stale and the value a 503 (the HPA holds), on a loaded machine after their GPU state already shows.
         poll(lambda: gpu_states(path) == ["none", "none"]
-             and path.value("modelmesh_desired_replicas") is not None, timeout=30)
+             and path.answered_value("modelmesh_desired_replicas") is not None, timeout=30)
         assert all(value == 1.0 for value in served_over(path, "modelmesh_desired_replicas", 3))
         code, answer = path.served("modelmesh_gpu_busy")
         message = str(answer)
