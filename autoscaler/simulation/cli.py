@@ -58,6 +58,7 @@ from autoscaler.simulation.synthetic_size import (
     MAX_SYNTHETIC_RPS,
     check_synthetic_size,
 )
+from autoscaler.simulation.trace_head import check_head
 from exporter.env_flags import Switch
 from exporter.flag_values import count, positive, whole_number, whole_number_within
 
@@ -385,8 +386,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     behavior, hpa_spec, bounds = _behavior(args.hpa_behavior)
     if args.trace is None:  # as `synthetic` does, before numpy is imported: a refusal is said at once
         check_synthetic_size(*(_synthetic(args, name) for name in ("models", "hours", "rps")))
+    else:  # a trace file's packing, text or header: said as reading it would, at once (trace_head.py)
+        check_head(args.trace)
     # numpy and matplotlib come with the `simulate` extra; the adapter's own commands never import them. Imported
-    # once the flags and the files beside the trace are read: a refused policy, HPA file or size is said at once.
+    # once the flags, the files beside the trace and the trace's header are read: a refused policy, HPA file,
+    # size or header is said at once.
     from autoscaler.simulation.advice import HPA_WINDOW
     from autoscaler.simulation.cluster import ClusterShape
     from autoscaler.simulation.engine import oracle, simulate

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 
 from autoscaler.simulation.hpa import SYNC_PERIOD_S
+from autoscaler.simulation.lost_cells import NO_CELLS, LostCells
 from autoscaler.simulation.timestamps import moment_text, span_text
-from autoscaler.simulation.trace_file import NO_CELLS, LostCells
 
 if TYPE_CHECKING:
     from autoscaler.simulation.trace import Trace

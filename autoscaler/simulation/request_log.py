@@ -24,18 +24,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Final, TextIO
 
-import numpy as np
-
 from autoscaler.simulation.converter_paths import read_once, refuse, unreadable, unwritable, why, written_over
 from autoscaler.simulation.header_advice import REQUEST_LOG_TIME_NAMES
 from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.standard_input import STDIN, argument_path, input_name, opened
 from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, epoch_unit, parse_time, seconds_text
-from autoscaler.simulation.trace import PROGRESS_ROWS
 from autoscaler.simulation.trace_file import (
     HEADER,
     MAX_INTERVAL_S,
     MIN_INTERVAL_S,
+    PROGRESS_ROWS,
     TraceError,
     gzipped,
     known_size,
@@ -151,6 +149,8 @@ def bin_requests(requests: Iterable[tuple[float, str]], interval_s: float) -> li
         models.append(index.setdefault(model, len(index)))
     if not times:
         return []
+    import numpy as np  # once the lines are read: a log refused by its flags, header or lines is told without it
+
     t = np.frombuffer(times)
     names = sorted(index)
     rank = np.empty(len(index), dtype=np.int64)

@@ -33,7 +33,7 @@ import sys
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Final, TextIO, overload
+from typing import TextIO, overload
 
 import numpy as np
 
@@ -83,6 +83,8 @@ from autoscaler.simulation.trace_file import (
     unpacking,
     with_head,
 )
+from autoscaler.simulation.trace_file import PROGRESS_ROWS as PROGRESS_ROWS  # its importers keep their import
+from autoscaler.simulation.trace_head import sampled
 from autoscaler.simulation.trace_minutes import MINUTE_S, minute_columns, read_minutes
 
 __all__ = ["HEADER", "MAX_INTERVAL_S", "MIN_INTERVAL_S", "Bucket", "Buckets", "Trace", "TraceError", "buckets",
@@ -245,21 +247,6 @@ def _standard_input() -> contextlib.AbstractContextManager[io.BufferedReader]:
     return opened(STDIN)
 
 
-PROGRESS_ROWS: Final = 1 << 16
-"""Rows between two progress reports while reading a trace."""
-
-
-def _sampled(first: tuple[int, list[str]] | None, numbered: Iterator[tuple[int, list[str]]]) -> Iterator[list[str]]:
-    """The rows a refused header's advice reads to tell which columns hold numbers (`header_advice`), read only
-    for a refusal: `first`, then the rest until a row that cannot be read, whose error would hide the header's."""
-    if first is None:
-        return
-    yield first[1]
-    with contextlib.suppress(TraceError, UnicodeDecodeError, csv.Error):
-        for _, row in numbered:
-            yield row
-
-
 def _parse(rows: Iterator[list[str]], name: str, report: Callable[[int], None] | None = None,
            all_zero_ok: bool = False) -> Trace:
     numbered = numbered_rows(rows)
@@ -270,7 +257,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[int], None] |
                      table.notes)
     first = next(numbered, None)
     at_time, at_model, at_requests, others = columns(header[1] if header else None, name,
-                                                     _sampled(first, numbered))
+                                                     sampled(first, numbered))
     if first is not None:
         numbered = itertools.chain((first,), numbered)
     width = len(header[1]) if header else 0

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 import numpy as np
 
 from autoscaler.simulation.local_time import skipped_hour_advice
+from autoscaler.simulation.lost_cells import NO_CELLS, LostCells
 from autoscaler.simulation.missing_intervals import silences_between_rows
 from autoscaler.simulation.scrape_times import rounds_down, rows_rounded, scatter_step
 from autoscaler.simulation.stated_step import export_step, rounding_states, sane_at, whole_seconds_divisor
 from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, long_span_text, moment_text, seconds_text
-from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S, NO_CELLS, LostCells
+from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S
 
 if TYPE_CHECKING:
     from autoscaler.simulation.trace import Trace

@@ -20,28 +20,32 @@ import stat
 import zlib
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple, TextIO
-
-import numpy as np
+from typing import TYPE_CHECKING, BinaryIO, Final, TextIO
 
 from autoscaler.simulation.header_advice import header_advice
 from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, parse_time
 from autoscaler.simulation.trace_error import TraceError as TraceError  # its importers keep their import
 
 if TYPE_CHECKING:
+    import numpy as np
     from _typeshed import WriteableBuffer
 
+    from autoscaler.simulation.lost_cells import LostCells
     from autoscaler.simulation.trace import Trace
 
 HEADER: Final = ("timestamp_s", "model", "requests")
 MIN_INTERVAL_S: Final = 1.0
 MAX_INTERVAL_S: Final = 600.0
+PROGRESS_ROWS: Final = 1 << 16
+"""Rows between two progress reports while reading a trace or a request log."""
 
 
 def by_name(models: tuple[str, ...], model: np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:
     """`models` sorted by name and each row's index into them (`model`) renumbered to match. Numbered as they
     first appeared in the file, models of equal load were routed and placed in file order: the same rows sorted
     by time or by series gave different reports (fixed-max's delays, the bound, 14% apart)."""
+    import numpy as np  # here, not above: a file refused by its header is told before numpy is imported
+
     named = sorted(range(len(models)), key=models.__getitem__)
     renumbered = np.empty(len(models), dtype=np.int64)
     renumbered[named] = np.arange(len(models), dtype=np.int64)
@@ -78,18 +82,6 @@ def comma_hint(text: str) -> str:
             "without thousands separators and with '.' for decimals (Excel: Format Cells, Number, without "
             "1000 Separator; the system's decimal separator '.'; pandas: read_csv(..., thousands=',') or "
             "decimal=',', then to_csv)")
-
-
-class LostCells(NamedTuple):
-    """Rows whose requests is empty, NaN or null as the trace's intervals (`slot`), models (`model`: -1 for a model
-    with no other row) and file lines: what the checks for missing rows leave to `LostScrapes`' warning."""
-
-    slot: np.ndarray
-    model: np.ndarray
-    line: np.ndarray
-
-
-NO_CELLS: Final = LostCells(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
 
 
 LOST_LINES_SHOWN: Final = 5
@@ -155,6 +147,8 @@ class LostScrapes:
     def _placed(self, trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Each row's interval in `trace`, its model's index (-1: none other), whether it is on the trace's step and
         whether a row with requests of its model and interval is there too."""
+        import numpy as np
+
         position = (np.asarray(self.times) - trace.start_s) / trace.interval_s
         slot = np.rint(position).astype(np.int64)
         on_step = np.abs(position - slot) <= 1e-6
@@ -168,6 +162,10 @@ class LostScrapes:
         """Where these rows fall in `trace`: a Grafana export's lost scrapes are also intervals without a row,
         and were warned about twice, as NaN and as missing; the checks for missing rows count them as rows. Those
         beside a value, or off the step, are no interval without a row."""
+        import numpy as np
+
+        from autoscaler.simulation.lost_cells import NO_CELLS, LostCells
+
         if not self.lines:
             return NO_CELLS
         slot, model, on_step, beside = self._placed(trace)
@@ -356,6 +354,23 @@ def columns(header: list[str] | None, name: str,
     others = tuple(repr(header[i].strip()) if column else "an unnamed one (pandas' index)" if i == 0 else
                    "an unnamed one" for i, column in enumerate(found) if column not in HEADER)
     return at_time, at_model, at_requests, others
+
+
+def minute_columns(header: Sequence[str]) -> tuple[int, int] | None:
+    """Where the minute columns are, [start, end), if the header ends in columns named 1, 2, ... N (N >= 2) after
+    at least one other column (the model's), empty names after them left out (a spreadsheet's trailing comma);
+    None for any other header."""
+    names = [h.strip() for h in header]
+    end = len(names)
+    while end > 0 and not names[end - 1]:
+        end -= 1
+    start = end
+    while start > 0 and names[start - 1].isdigit():
+        start -= 1
+    minutes = names[start:end]
+    if start == 0 or len(minutes) < 2 or minutes != [str(k) for k in range(1, len(minutes) + 1)]:
+        return None
+    return start, end
 
 
 def numbered_rows(reader: Iterator[list[str]]) -> Iterator[tuple[int, list[str]]]:

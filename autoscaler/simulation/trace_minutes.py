@@ -31,6 +31,7 @@ from autoscaler.simulation.trace_file import (
     never_valued,
     number_field,
 )
+from autoscaler.simulation.trace_file import minute_columns as minute_columns  # its importers keep their import
 
 MINUTE_S: Final = 60.0
 MODEL_COLUMN: Final = "hashfunction"
@@ -88,23 +89,6 @@ class LostMinutes:
 
     def refusal(self, name: str) -> str:
         return lost_refusal(name, "cell", self.count, self._where())
-
-
-def minute_columns(header: Sequence[str]) -> tuple[int, int] | None:
-    """Where the minute columns are, [start, end), if the header ends in columns named 1, 2, ... N (N >= 2) after
-    at least one other column (the model's), empty names after them left out (a spreadsheet's trailing comma);
-    None for any other header."""
-    names = [h.strip() for h in header]
-    end = len(names)
-    while end > 0 and not names[end - 1]:
-        end -= 1
-    start = end
-    while start > 0 and names[start - 1].isdigit():
-        start -= 1
-    minutes = names[start:end]
-    if start == 0 or len(minutes) < 2 or minutes != [str(k) for k in range(1, len(minutes) + 1)]:
-        return None
-    return start, end
 
 
 def read_minutes(numbered: Iterator[tuple[int, list[str]]], header: Sequence[str], span: tuple[int, int],
