@@ -28,6 +28,7 @@ from tests.e2e.cluster_pods import start_pod
 from tests.fakes.kube import FakeKubeApi
 from tests.manifests.series import ADAPTER_LABELS, adapter_metrics, attach
 from tests.manifests.support import PROMTOOL, promtool_test_rules
+from tests.support.api_peek import peek_raw
 from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import free_port, http_get, running
 
@@ -86,9 +87,11 @@ async def adapter(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterat
                     await runner.cleanup()
 
 
-def desired(kubeconfig: Path, namespace: str) -> tuple[int, Any]:
-    return get_raw(kubeconfig, f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/"
-                               f"modelmesh_desired_replicas?labelSelector=deployment%3D{DEPLOYMENT}")
+def desired(kubeconfig: Path, namespace: str, *, peek: bool = False) -> tuple[int, Any]:
+    """kubectl's answer; `peek`: the same GET from the test process, for waiting (`api_peek`)."""
+    return (peek_raw if peek else get_raw)(
+        kubeconfig, f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/"
+                    f"modelmesh_desired_replicas?labelSelector=deployment%3D{DEPLOYMENT}")
 
 
 def debug(kubeconfig: Path, namespace: str) -> dict[str, Any]:
@@ -109,8 +112,11 @@ def values_known(url: str) -> dict[str, float]:
 async def test_a_namespace_whose_pods_are_refused_holds_its_runtimes_only(adapter: tuple[Path, str]) -> None:
     kubeconfig, url = adapter
     # 20 req/s at 100 per pod: team-a's 2 replicas fall to 1, its values fresh, whatever team-b's RBAC.
-    await answered(lambda: desired(kubeconfig, SERVED),
-                   lambda code, body: code == 0 and body["items"][0]["value"] in ("1", "1000m"))
+    def one(code: int, body: Any) -> bool:
+        return code == 0 and body["items"][0]["value"] in ("1", "1000m")
+
+    await answered(lambda: desired(kubeconfig, SERVED, peek=True), one)
+    await answered(lambda: desired(kubeconfig, SERVED), one)
     mine = debug(kubeconfig, SERVED)
     assert [p for p in mine["source"]["problems"] if p["reason"] == "discovery"] == [], mine["source"]
     assert REFUSED not in json.dumps(mine)
