@@ -28,6 +28,7 @@ from tests.e2e.test_cluster_exporter_tls import (
     served_load,
 )
 from tests.fakes.kube import FakeKubeApi
+from tests.support.api_peek import peek_raw
 from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import free_port, poll, running
 
@@ -42,9 +43,19 @@ def pki(tmp_path: Path) -> Pki:
     return Pki.made_in(tmp_path)
 
 
-def debug(kubeconfig: Path) -> dict[str, Any]:
-    code, document = get_raw(kubeconfig, f"/debug/runtimes/{NS}/{DEPLOYMENT}")
+def debug(kubeconfig: Path, *, peek: bool = False) -> dict[str, Any]:
+    """/debug as kubectl reads it; `peek`: as the test process reads it, for waiting (`api_peek`)."""
+    code, document = (peek_raw if peek else get_raw)(kubeconfig, f"/debug/runtimes/{NS}/{DEPLOYMENT}")
     return dict(document) if code == 0 else {"error": document}
+
+
+def problems_once_shown(kubeconfig: Path) -> list[dict[str, Any]]:
+    """/debug's `source.problems` as kubectl reads them, once there are some."""
+    def shown(peek: bool) -> list[dict[str, Any]] | None:
+        problems: list[dict[str, Any]] | None = debug(kubeconfig, peek=peek).get("source", {}).get("problems")
+        return problems
+    poll(lambda: shown(peek=True), 30)
+    return poll(lambda: shown(peek=False), 30)
 
 
 @contextlib.asynccontextmanager
@@ -83,12 +94,13 @@ async def test_a_runtime_rolling_to_https_is_scraped_pod_by_pod_over_each_ports_
         tmp_path: Path, pki: Pki) -> None:
     async with half_rolled_runtime(tmp_path, pki) as kubeconfig:  # no --exporter-scheme: the default
 
-        def both_fresh() -> dict[str, Any] | None:
-            document = debug(kubeconfig)
+        def both_fresh(peek: bool = False) -> dict[str, Any] | None:
+            document = debug(kubeconfig, peek=peek)
             fresh = {pod["name"]: pod["fresh"] for pod in document.get("pods", ())}
             return document if fresh == dict.fromkeys(PODS, True) else None
 
         try:
+            await asyncio.to_thread(poll, lambda: both_fresh(peek=True), 60)
             document = await asyncio.to_thread(poll, both_fresh, 60)
         except AssertionError:
             shown = debug(kubeconfig)
@@ -108,7 +120,7 @@ async def test_a_forced_scheme_names_the_pods_whose_port_says_otherwise_and_what
         said = await asyncio.to_thread(poll, lambda: [line for line in log.read_text().splitlines()
                                                       if "--exporter-scheme https" in line
                                                       and "autoscaler.sources.forced_scheme" in line], 30)
-        problems = await asyncio.to_thread(poll, lambda: debug(kubeconfig).get("source", {}).get("problems"), 30)
+        problems = await asyncio.to_thread(problems_once_shown, kubeconfig)
     assert len(said) == 1 and f"{NS}/triton-plain" in said[0] and "triton-tls" not in said[0], said
     assert "Leave --exporter-scheme at auto" in said[0], said
     assert [problem["pod"] for problem in problems] == ["triton-plain"], problems
@@ -121,7 +133,7 @@ async def test_a_plain_sidecar_on_the_tls_patchs_port_is_said_to_be_perhaps_too_
     named `https-exporter`. The adapter's reason said only "give the exporter its certificate", which it was
     given; it names the other cause, the sidecar's image, and what its log says."""
     async with half_rolled_runtime(tmp_path, pki, tls_served=False) as kubeconfig:
-        problems = await asyncio.to_thread(poll, lambda: debug(kubeconfig).get("source", {}).get("problems"), 30)
+        problems = await asyncio.to_thread(problems_once_shown, kubeconfig)
     assert [problem["pod"] for problem in problems] == ["triton-tls"], problems
     said = str(problems[0])
     assert "nothing speaks TLS there" in said, problems

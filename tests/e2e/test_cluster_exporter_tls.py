@@ -21,6 +21,7 @@ from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
 from tests.api.test_cert_reload import write_secret_volume
 from tests.e2e.cluster_pods import start_pod
 from tests.fakes.kube import FakeKubeApi
+from tests.support.api_peek import peek_raw
 from tests.support.certificates import issue_cert
 from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import free_port, poll, running
@@ -77,7 +78,7 @@ def client_secret(directory: Path, authority: trustme.CA, version: str) -> Path:
 
 
 @contextlib.asynccontextmanager
-async def cluster(tmp_path: Path, pki: Pki, adapter_flags: list[str]) -> AsyncIterator[Callable[[], str]]:
+async def cluster(tmp_path: Path, pki: Pki, adapter_flags: list[str]) -> AsyncIterator[Said]:
     """One runtime of one pod whose exporter serves HTTPS with client certificates, and the adapter; yields a
     reader of the adapter's log."""
     exporter_port, adapter_port = free_port(), free_port()
@@ -97,26 +98,40 @@ async def cluster(tmp_path: Path, pki: Pki, adapter_flags: list[str]) -> AsyncIt
                      str(pki.ca_file), *adapter_flags],
                     f"https://127.0.0.1:{adapter_port}/healthz", tmp_path / "adapter.log"))
                 kubeconfig = write_kubeconfig(tmp_path / "adapter.kubeconfig", f"https://127.0.0.1:{adapter_port}")
-                yield lambda: served_load(kubeconfig) + "\n" + (tmp_path / "adapter.log").read_text()
+                yield Said(kubeconfig, tmp_path / "adapter.log")
             finally:
                 if runner is not None:
                     await runner.cleanup()
 
 
-def served_load(kubeconfig: Path) -> str:
-    """`load=VALUE` where the adapter serves the runtime's request load, else what it answered."""
-    code, body = get_raw(kubeconfig, LOAD)
+def served_load(kubeconfig: Path, *, peek: bool = False) -> str:
+    """`load=VALUE` where the adapter serves the runtime's request load, else what it answered (as kubectl reads it;
+    `peek`: as the test process reads it, for waiting: `api_peek`)."""
+    code, body = (peek_raw if peek else get_raw)(kubeconfig, LOAD)
     return f"load={body['items'][0]['value']}" if code == 0 and body.get("items") else f"no load: {code} {body}"
 
 
-def once(said: Callable[[], str], condition: Callable[[str], bool]) -> Callable[[], str | None]:
-    """For `poll`: what `said` says, once `condition` holds of it."""
+@dataclass(frozen=True)
+class Said:
+    """What the operator sees: the request load kubectl reads, and the adapter's log after it."""
 
-    def check() -> str | None:
-        text = said()
+    kubeconfig: Path
+    log: Path
+
+    def __call__(self, *, peek: bool = False) -> str:
+        return served_load(self.kubeconfig, peek=peek) + "\n" + self.log.read_text()
+
+
+def once(said: Said, condition: Callable[[str], bool]) -> str:
+    """What `said` says once `condition` holds of it: awaited reading the load without kubectl, then read with
+    kubectl until it holds again (at once, unless it changed back)."""
+
+    def check(peek: bool) -> str | None:
+        text = said(peek=peek)
         return text if condition(text) else None
 
-    return check
+    poll(lambda: check(peek=True), 60)
+    return poll(lambda: check(peek=False), 60)
 
 
 def client_flags(secret: Path) -> list[str]:
@@ -127,21 +142,21 @@ def client_flags(secret: Path) -> list[str]:
 async def test_exporters_over_https_with_client_certificates_are_scraped(tmp_path: Path, pki: Pki) -> None:
     secret = client_secret(tmp_path / "client", pki.authority, "v1")
     async with cluster(tmp_path, pki, ["--exporter-server-name", SERVER_NAME, *client_flags(secret)]) as said:
-        await asyncio.to_thread(poll, once(said, lambda text: text.startswith("load=")), 60)
+        await asyncio.to_thread(once, said, lambda text: text.startswith("load="))
 
 
 async def test_a_certificate_without_the_pods_ip_names_the_server_name_flag(tmp_path: Path, pki: Pki) -> None:
     secret = client_secret(tmp_path / "client", pki.authority, "v1")
     async with cluster(tmp_path, pki, client_flags(secret)) as said:
-        log = await asyncio.to_thread(poll, once(said, lambda text: "failed (tls)" in text), 60)
+        log = await asyncio.to_thread(once, said, lambda text: "failed (tls)" in text)
     assert "certificate verify failed" in log and "--exporter-server-name" in log, log
 
 
 async def test_a_renewed_client_certificate_is_presented_without_a_restart(tmp_path: Path, pki: Pki) -> None:
     secret = client_secret(tmp_path / "client", trustme.CA(), "v1")  # not the exporters' CA: refused
     async with cluster(tmp_path, pki, ["--exporter-server-name", SERVER_NAME, *client_flags(secret)]) as said:
-        refused = await asyncio.to_thread(poll, once(said, lambda text: f"{POD} failed" in text), 60)
+        refused = await asyncio.to_thread(once, said, lambda text: f"{POD} failed" in text)
         assert "--exporter-client-cert-file" in refused.partition(f"{POD} failed")[2], refused
         write_secret_volume(secret, issue_cert(pki.authority, "modelmesh-autoscaler"), "v2")
-        log = await asyncio.to_thread(poll, once(said, lambda text: text.startswith("load=")), 60)
+        log = await asyncio.to_thread(once, said, lambda text: text.startswith("load="))
     assert f"client certificate reloaded from {secret / 'tls.crt'}" in log, log

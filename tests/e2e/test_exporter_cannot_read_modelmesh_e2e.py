@@ -21,7 +21,9 @@ import pytest
 
 from tests.e2e.conftest import DEPLOYMENT, DataPath, data_path_running
 from tests.fakes.prometheus import PrometheusServer
+from tests.support.api_peek import kubectl_reads
 from tests.support.processes import free_port, http_get, poll
+from tests.support.quantities import quantity_value
 
 pytestmark = pytest.mark.slow
 
@@ -33,6 +35,12 @@ def problems(path: DataPath) -> list[dict[str, object]]:
     """The runtime's `source.problems` in /debug; none before the adapter's first refresh (503)."""
     status, body = http_get(f"{path.adapter_url}/debug/runtimes/default/{DEPLOYMENT}")
     return list(json.loads(body)["source"]["problems"]) if status == 200 else []
+
+
+def load_served(path: DataPath) -> None:
+    """Wait until kubectl reads a request load above 0 (awaited without kubectl: `api_peek`)."""
+    kubectl_reads(path.kubeconfig, path.metric_path("modelmesh_request_load"),
+                  lambda code, body: code == 0 and quantity_value(body["items"][0]["value"]) > 0, timeout=60)
 
 
 def garbage_errors(path: DataPath, source: str = "scrape") -> float:
@@ -59,7 +67,7 @@ def test_an_exporter_that_cannot_read_modelmesh_is_a_problem_named_counted_and_s
 
 def test_a_modelmesh_that_fails_after_working_is_named_as_why_its_pod_is_stale(tmp_path: Path) -> None:
     with data_path_running(tmp_path, pods=2) as path:
-        poll(lambda: path.value("modelmesh_request_load"), timeout=30)
+        load_served(path)
         assert problems(path) == []
         path.set_load(1, fault="error")  # pod-1's ModelMesh answers 500 from now on; its exporter keeps its values
         [problem] = poll(lambda: problems(path), timeout=30)
@@ -86,7 +94,7 @@ async def test_with_prometheus_a_modelmesh_that_fails_after_working_is_named_in_
             "--source", "prometheus", "--prometheus-url", f"http://127.0.0.1:{port}"]) as path:
         async with PrometheusServer(path.exporter_urls, port=port, target_labels=path.prometheus_target_labels(),
                                     workdir=tmp_path / "prometheus"):
-            await asyncio.to_thread(poll, lambda: path.value("modelmesh_request_load"), timeout=60)
+            await asyncio.to_thread(load_served, path)
             assert problems(path) == []
             path.set_load(1, fault="error")  # pod-1's ModelMesh answers 500; its exporter keeps its values
             [problem] = await asyncio.to_thread(poll, lambda: problems(path), timeout=30)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from aiohttp import web
 
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
@@ -28,10 +29,11 @@ from tests.e2e.cluster_pods import start_pod
 from tests.fakes.kube import FakeKubeApi
 from tests.manifests.series import ADAPTER_LABELS, adapter_metrics, attach
 from tests.manifests.support import PROMTOOL, promtool_test_rules
+from tests.support.api_peek import peek_raw
 from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import free_port, http_get, running
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]  # the shared fake API runs in this loop
 
 SERVED = "team-a"
 REFUSED = "team-b"
@@ -52,11 +54,14 @@ async def answered(read: Callable[[], tuple[int, Any]], wanted: Callable[[int, A
     raise AssertionError(f"after {timeout:g} s still {last}")
 
 
-@pytest.fixture
-async def adapter(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[tuple[Path, str]]:
-    """`serve --namespaces team-a,team-b` where team-b's pods (or, parametrized indirectly, the resources named)
-    are refused from the start: kubectl's kubeconfig and the adapter's URL."""
-    refused: tuple[str, ...] = getattr(request, "param", ("pods",))
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def adapter(tmp_path_factory: pytest.TempPathFactory,
+                  request: pytest.FixtureRequest) -> AsyncIterator[tuple[Path, str]]:
+    """`serve --namespaces team-a,team-b` where team-b's (parametrized indirectly) resources named are refused from
+    the start: kubectl's kubeconfig and the adapter's URL. One for the tests of each refusal: they only read it
+    (what kubectl, /debug and /metrics say), so they need not start two pods' exporters and an adapter each."""
+    refused: tuple[str, ...] = request.param
+    tmp_path = tmp_path_factory.mktemp("-".join(refused))
     exporter_port, adapter_port = free_port(), free_port()
     runners: list[web.AppRunner] = []
     async with FakeKubeApi() as kube:
@@ -86,9 +91,11 @@ async def adapter(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterat
                     await runner.cleanup()
 
 
-def desired(kubeconfig: Path, namespace: str) -> tuple[int, Any]:
-    return get_raw(kubeconfig, f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/"
-                               f"modelmesh_desired_replicas?labelSelector=deployment%3D{DEPLOYMENT}")
+def desired(kubeconfig: Path, namespace: str, *, peek: bool = False) -> tuple[int, Any]:
+    """kubectl's answer; `peek`: the same GET from the test process, for waiting (`api_peek`)."""
+    return (peek_raw if peek else get_raw)(
+        kubeconfig, f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/"
+                    f"modelmesh_desired_replicas?labelSelector=deployment%3D{DEPLOYMENT}")
 
 
 def debug(kubeconfig: Path, namespace: str) -> dict[str, Any]:
@@ -106,11 +113,15 @@ def values_known(url: str) -> dict[str, float]:
         exposition)}
 
 
+@pytest.mark.parametrize("adapter", [("pods",)], indirect=True, ids=["pods"])
 async def test_a_namespace_whose_pods_are_refused_holds_its_runtimes_only(adapter: tuple[Path, str]) -> None:
     kubeconfig, url = adapter
     # 20 req/s at 100 per pod: team-a's 2 replicas fall to 1, its values fresh, whatever team-b's RBAC.
-    await answered(lambda: desired(kubeconfig, SERVED),
-                   lambda code, body: code == 0 and body["items"][0]["value"] in ("1", "1000m"))
+    def one(code: int, body: Any) -> bool:
+        return code == 0 and body["items"][0]["value"] in ("1", "1000m")
+
+    await answered(lambda: desired(kubeconfig, SERVED, peek=True), one)
+    await answered(lambda: desired(kubeconfig, SERVED), one)
     mine = debug(kubeconfig, SERVED)
     assert [p for p in mine["source"]["problems"] if p["reason"] == "discovery"] == [], mine["source"]
     assert REFUSED not in json.dumps(mine)

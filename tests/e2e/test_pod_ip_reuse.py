@@ -30,6 +30,7 @@ from aiohttp import web
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
 from tests.e2e.cluster_pods import start_pod
 from tests.fakes.kube import FakeKubeApi
+from tests.support.api_peek import peek_raw
 from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import free_port, running
 
@@ -69,14 +70,16 @@ class Cluster:
         await asyncio.to_thread(stack.close)
         await runner.cleanup()
 
-    async def debug(self, deployment: str) -> dict[str, Any]:
-        code, document = await asyncio.to_thread(get_raw, self.kubeconfig, f"/debug/runtimes/{NS}/{deployment}")
+    async def debug(self, deployment: str, *, peek: bool = False) -> dict[str, Any]:
+        """/debug as kubectl reads it; `peek`: as the test process reads it, for waiting (`api_peek`)."""
+        read = peek_raw if peek else get_raw
+        code, document = await asyncio.to_thread(read, self.kubeconfig, f"/debug/runtimes/{NS}/{deployment}")
         assert code == 0, document
         return dict(document)
 
-    async def pod_rps(self, deployment: str) -> dict[str, float | None]:
+    async def pod_rps(self, deployment: str, *, peek: bool = False) -> dict[str, float | None]:
         """Each pod's request rate as /debug shows it (None: no fresh reading)."""
-        document = await self.debug(deployment)
+        document = await self.debug(deployment, peek=peek)
         return {pod["name"]: pod["requests_per_second"] if pod["fresh"] else None for pod in document["pods"]}
 
 
@@ -125,9 +128,9 @@ async def _above(cluster: Cluster, deployment: str, pod: str, rps: float) -> boo
 
 async def _within(cluster: Cluster, deployment: str, pod: str, low: float, high: float) -> bool:
     """Whether /debug shows `pod` fresh at a request rate above `low` and below `high` (False while it answers no
-    document yet)."""
+    document yet): as the test process reads it, for waiting; the tests assert on what kubectl reads next."""
     with contextlib.suppress(AssertionError):
-        return low < ((await cluster.pod_rps(deployment)).get(pod) or 0.0) < high
+        return low < ((await cluster.pod_rps(deployment, peek=True)).get(pod) or 0.0) < high
     return False
 
 
@@ -171,13 +174,14 @@ async def test_a_lost_pods_ip_taken_by_a_pod_not_listed_yet_is_refused_by_the_po
     await cluster.start_pod("onnx-new", ONNX, "127.0.0.71", 900.0, listed=False)
     url = f"http://127.0.0.71:{cluster.exporter_port}/metrics"
 
-    async def read_or_refused() -> dict[str, Any] | None:
-        triton = await cluster.debug(TRITON)
+    async def read_or_refused(peek: bool = False) -> dict[str, Any] | None:
+        triton = await cluster.debug(TRITON, peek=peek)
         [lost] = [pod for pod in triton["pods"] if pod["name"] == "triton-a"]
         refused = [p for p in triton["source"]["problems"] if p["pod"] == "triton-a" and p["reason"] == "other_pod"]
         return triton if (lost["requests_per_second"] or 0) > 600 or refused else None
 
-    triton = await eventually(read_or_refused, "the address is read again")
+    await eventually(lambda: read_or_refused(peek=True), "the address is read again")
+    triton = await eventually(read_or_refused, "kubectl reads it so")
     [lost] = [pod for pod in triton["pods"] if pod["name"] == "triton-a"]
     assert (lost["requests_per_second"] or 0) < 600, "the unlisted pod's load was counted as triton-a's"
     assert 200 < lost["requests_per_second"] < 400, "triton-a's last good sample is held"
@@ -205,7 +209,7 @@ async def test_a_pod_created_again_under_its_name_in_the_same_second_gets_none_o
     new_uid = cluster.kube.stored("pods", NS, "triton-a")["metadata"]["uid"]
 
     async def refused() -> bool:
-        problems = (await cluster.debug(TRITON))["source"]["problems"]
+        problems = (await cluster.debug(TRITON, peek=True))["source"]["problems"]
         return any(p["pod"] == "triton-a" and "127.0.0.74" in p["detail"] for p in problems)
 
     await eventually(refused, "the new pod's address is tried")

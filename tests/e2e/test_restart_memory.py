@@ -8,6 +8,7 @@ or a new replica: a process with no memory), read through the real `kubectl get 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from tests.e2e.conftest import data_path_running
 from tests.e2e.test_adapter_process_metrics import started_at
 from tests.fakes.nvml import FakeNvml
 from tests.hardening.adapter import adapter_running
+from tests.support.api_peek import peek_raw
 from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import http_get, poll
 from tests.support.quantities import quantity_value
@@ -41,6 +43,19 @@ def read(kubeconfig: Path, metric: str) -> float | None:
     return quantity_value(value)
 
 
+def peek(kubeconfig: Path, metric: str) -> float | None:
+    """`read`'s value as the test process reads it, for waiting (`api_peek`); None for any error."""
+    code, body = peek_raw(kubeconfig, PATH.format(metric))
+    return quantity_value(body["items"][0]["value"]) if code == 0 else None
+
+
+def until(kubeconfig: Path, condition: Callable[[Callable[[Path, str], float | None]], bool],
+          timeout: float) -> None:
+    """Wait until `condition(reader)` holds of the values read without kubectl, then of those kubectl reads."""
+    poll(lambda: condition(peek), timeout=timeout)
+    poll(lambda: condition(read), timeout=timeout)
+
+
 def test_adapter_restarted_while_the_hot_pods_exporter_is_down_serves_nothing_lower(tmp_path: Path) -> None:
     gpus = []
     for i in range(4):
@@ -51,8 +66,8 @@ def test_adapter_restarted_while_the_hot_pods_exporter_is_down_serves_nothing_lo
     (tmp_path / "first").mkdir()
     with data_path_running(tmp_path / "first", pods=4, rps=20, gpus=gpus, policy=POLICY) as path:
         path.set_load(pod=0, requests_per_second=150)
-        poll(lambda: path.value("modelmesh_desired_replicas") == 3.0
-             and (path.value("modelmesh_request_load") or 0) > 290, timeout=30)
+        until(path.kubeconfig, lambda value: value(path.kubeconfig, "modelmesh_desired_replicas") == 3.0
+              and (value(path.kubeconfig, "modelmesh_request_load") or 0) > 290, timeout=30)
         before = {metric: path.value(metric) for metric in VALUES}
         assert before["modelmesh_desired_replicas"] == 3.0
         assert 0.4 < (before["modelmesh_gpu_busy"] or 0) < 0.55
@@ -90,7 +105,8 @@ def test_adapter_restarted_while_the_hot_pods_exporter_is_down_serves_nothing_lo
             # Past the grace period the recommendation is served, never below what runs (the 4 listed pods) and
             # held there while the hot pod is missing; request load and GPU busy, which the cold pods alone would
             # put at 60 req/s and 0.2, stay unknown (the HPA holds) and say which pod lacks what.
-            poll(lambda: read(kubeconfig, "modelmesh_desired_replicas") is not None, timeout=GRACE_S + 10)
+            until(kubeconfig, lambda value: value(kubeconfig, "modelmesh_desired_replicas") is not None,
+                  timeout=GRACE_S + 10)
             for _ in range(5):
                 now = {metric: read(kubeconfig, metric) for metric in VALUES}
                 seen.append(now)
@@ -105,6 +121,6 @@ def test_adapter_restarted_while_the_hot_pods_exporter_is_down_serves_nothing_lo
 
             # The hot pod's exporter back: every Ready pod fresh, the values are served in full and remembered.
             path.restart_exporter(0)
-            poll(lambda: (read(kubeconfig, "modelmesh_request_load") or 0) > 290, timeout=30)
+            until(kubeconfig, lambda value: (value(kubeconfig, "modelmesh_request_load") or 0) > 290, timeout=30)
             assert 0.4 < (read(kubeconfig, "modelmesh_gpu_busy") or 0) < 0.55
             assert f"{gauge} 0.0" in http_get(f"{restarted.url}/metrics")[1]

@@ -19,9 +19,10 @@ from tests.e2e.conftest import (
     data_path_running,
     external_metric_once_refreshed,
 )
-from tests.e2e.test_hung_refresh import refresh_stopped, refused
-from tests.support.kubectl import get_raw
-from tests.support.processes import http_get, poll
+from tests.e2e.test_hung_refresh import refresh_stopped
+from tests.support.api_peek import kubectl_reads
+from tests.support.processes import http_get
+from tests.support.quantities import quantity_value
 
 pytestmark = pytest.mark.slow
 
@@ -72,18 +73,27 @@ def keys_of(document: Any) -> set[str]:
 
 
 def debug_document(path: DataPath, ready: Any = lambda document: document.get("winner")) -> Any:
-    def read() -> Any:
-        code, document = get_raw(path.kubeconfig, DEBUG)
-        return document if code == 0 and ready(document) else None
-    return poll(read, timeout=60)
+    """The /debug document kubectl reads, once `ready` holds of it (awaited without kubectl: `kubectl_reads`)."""
+    return kubectl_reads(path.kubeconfig, DEBUG, lambda code, document: code == 0 and ready(document), timeout=60)[1]
+
+
+def load_served(path: DataPath) -> None:
+    """Wait until kubectl reads a request load above 0 (the fake ModelMesh's pods serve some)."""
+    kubectl_reads(path.kubeconfig, path.metric_path("modelmesh_request_load"),
+                  lambda code, body: code == 0 and quantity_value(body["items"][0]["value"]) > 0, timeout=60)
+
+
+def refused_message(path: DataPath, metric: str, timeout: float) -> str:
+    """kubectl's error for `metric`, once it answers one."""
+    return str(kubectl_reads(path.kubeconfig, path.metric_path(metric), lambda code, _: code != 0, timeout)[1])
 
 
 def test_a_hung_refresh_503_is_one_the_doc_explains_and_its_why_line_is_as_the_doc_says(tmp_path: Path) -> None:
     """Every runtime answers 503 while the refresh hangs: the operator looks the message up in the 503 section."""
     with data_path_running(tmp_path, adapter_args=["--workers", "1"]) as path:
-        poll(lambda: path.value("modelmesh_request_load"), timeout=60)
+        load_served(path)
         with refresh_stopped(path.adapter_url):
-            _, message = poll(lambda: refused(path.served("modelmesh_desired_replicas")), timeout=40)
+            message = refused_message(path, "modelmesh_desired_replicas", timeout=40)
     assert "ServiceUnavailable" in message, message
     explained = the_bullet_for(message)
     if not message.strip().endswith(WHY):
@@ -232,9 +242,9 @@ def test_the_self_metrics_the_503_section_names_say_what_it_says(tmp_path: Path)
     assert said in " ".join(text.split()), "the 503 section no longer says what values_known reads: update this test"
     assert "`modelmesh_autoscaler_source_errors_total` counts failures by reason" in " ".join(text.split())
     with data_path_running(tmp_path, pods=1) as path:
-        poll(lambda: path.value("modelmesh_request_load"), timeout=60)
+        load_served(path)
         path.kill_exporter(0)
-        _, message = poll(lambda: refused(path.served("modelmesh_request_load")), timeout=30)
+        message = refused_message(path, "modelmesh_request_load", timeout=30)
         exposition = http_get(path.adapter_url + "/metrics")[1]
     assert the_bullet_for(message).startswith('- **"only N of M ready pods fresh'), message
     series = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])

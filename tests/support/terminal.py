@@ -88,7 +88,15 @@ def moment_of_start_up(command: Sequence[str], line: str, share: float) -> float
     """Seconds after its start at which `share` of the command's own start-up (after the interpreter's, which
     no code of ours can handle a Ctrl-C in, until it prints `line`) has passed, measured now on this machine
     so that a loaded machine moves the moment with it."""
+    return moments_of_start_up(command, line)(share)
+
+
+def moments_of_start_up(command: Sequence[str], line: str) -> Callable[[float], float]:
+    """`moment_of_start_up` of each share, from one measure taken now: for tests that press Ctrl-C at several
+    shares in a row, where a start-up measured for each (the demo's starts its whole fleet) cost as much as the
+    run it timed."""
     started = time.monotonic()
     subprocess.run([sys.executable, "-c", ""], check=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     interpreter = 2 * (time.monotonic() - started)
-    return interpreter + share * max(0.0, seconds_to(command, line) - interpreter)
+    start_up = max(0.0, seconds_to(command, line) - interpreter)
+    return lambda share: interpreter + share * start_up
