@@ -19,8 +19,9 @@ import yaml
 from tests.fakes.kube import FakeKubeApi
 from tests.fakes.node_clock import clock_off_env
 from tests.fakes.nvml import FakeNvml
+from tests.support.api_peek import kubectl_reads, peek_raw
 from tests.support.kubectl import get_raw, write_kubeconfig
-from tests.support.processes import Server, all_running, free_port, http_get, http_post_json, poll, running, stop
+from tests.support.processes import Server, all_running, free_port, http_post_json, running, stop
 from tests.support.quantities import quantity_value
 
 DEPLOYMENT = "modelmesh-serving-demo"
@@ -79,47 +80,39 @@ class DataPath:
 
     def served(self, metric: str) -> tuple[int, float | str]:
         """What kubectl reads: (0, value) or (exit code, kubectl's error text)."""
-        code, body = get_raw(self.kubeconfig, self.metric_path(metric))
-        if code != 0:
-            return code, str(body)
-        value: str = body["items"][0]["value"]
-        return 0, quantity_value(value)
+        return _reading(*get_raw(self.kubeconfig, self.metric_path(metric)))
 
     def value(self, metric: str) -> float | None:
-        code, value = self.served(metric)
-        return value if code == 0 and isinstance(value, float) else None
+        return _value(self.served(metric))
 
     def answered(self, metric: str) -> tuple[int, float | str]:
-        """What the adapter answers kubectl's `get --raw` of `metric` (the same GET), read in this process:
-        (200, value) or (status, its Status body, whose reason kubectl prints: ServiceUnavailable for a 503).
-
-        For polling: a kubectl run costs about 50 ms of CPU (a Go binary that asks /version first), and a loop
-        reading every half second ran a hundred of them in a file. A test that polls with this still reads
-        with kubectl (`served`) what it asserts at the end."""
-        status, body = http_get(self.adapter_url + self.metric_path(metric))
-        if status != 200:
-            return status, body
-        value: str = json.loads(body)["items"][0]["value"]
-        return status, quantity_value(value)
+        """What the adapter answers kubectl's `get --raw` of `metric` (the same GET), read in this process
+        (`peek_raw`): (0, value) or (the HTTP status, its Status body, whose reason kubectl prints:
+        ServiceUnavailable for a 503). For polling; a test asserts on what kubectl reads (`served`)."""
+        return _reading(*peek_raw(self.kubeconfig, self.metric_path(metric)))
 
     def answered_value(self, metric: str) -> float | None:
         """`value`, read in this process (`answered`): None where the adapter answers an error."""
-        status, value = self.answered(metric)
-        return value if status == 200 and isinstance(value, float) else None
+        return _value(self.answered(metric))
 
     def until_served(self, metric: str, check: Callable[[float | None], bool], timeout: float) -> float | None:
         """Once kubectl reads a value of `metric` that passes `check` (None: an error), that value; else an
-        AssertionError after `timeout`. Polled in this process (`answered`) until it holds, then read with
-        kubectl (polled again, with the same timeout, should the value move in between)."""
-        poll(lambda: check(self.answered_value(metric)), timeout=timeout)
-        seen: list[float | None] = []
+        AssertionError after `timeout`. Awaited in this process, then read with kubectl (`kubectl_reads`)."""
+        return _value(_reading(*kubectl_reads(self.kubeconfig, self.metric_path(metric),
+                                              lambda code, body: check(_value(_reading(code, body))), timeout)))
 
-        def by_kubectl() -> bool:
-            seen.append(self.value(metric))
-            return check(seen[-1])
 
-        poll(by_kubectl, timeout=timeout)
-        return seen[-1]
+def _reading(code: int, body: Any) -> tuple[int, float | str]:
+    """(0, the value) of an external metric list read, else (the code, the error's text)."""
+    if code != 0:
+        return code, str(body)
+    value: str = body["items"][0]["value"]
+    return 0, quantity_value(value)
+
+
+def _value(reading: tuple[int, float | str]) -> float | None:
+    code, value = reading
+    return value if code == 0 and isinstance(value, float) else None
 
 
 @contextmanager

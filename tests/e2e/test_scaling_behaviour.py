@@ -56,7 +56,7 @@ def test_missing_exporter_holds_the_value_and_no_data_answers_503(tmp_path: Path
             answer = path.served("modelmesh_request_load")
             return answer if answer[0] != 0 else None
 
-        poll(lambda: path.answered("modelmesh_request_load")[0] != 200, timeout=15)
+        poll(lambda: path.answered("modelmesh_request_load")[0] != 0, timeout=15)
         code, message = poll(refused, timeout=15)
         assert "ServiceUnavailable" in str(message) or "503" in str(message)
         code, message = path.served("modelmesh_desired_replicas")
