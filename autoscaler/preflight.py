@@ -24,6 +24,7 @@ from autoscaler.actuation.leader import LeaseConfig
 from autoscaler.actuation.writes_off import elects_leader
 from autoscaler.api.open_paths import AlwaysAllowPaths, OpenPathError
 from autoscaler.kube.errors import KubeConfigError
+from autoscaler.kube.where import default_kubeconfig, in_cluster, kubeconfig_found
 from autoscaler.log_lists import in_words
 from autoscaler.policies.config import ConfigError
 from autoscaler.policies.config_file import load_policy_book
@@ -177,12 +178,17 @@ def needs_kubernetes(settings: ServeSettings) -> bool:
 
 
 def _check_kube_settings(settings: ServeSettings) -> None:
-    # Here, not at the top: the Kubernetes library takes a third of a second or more to import, which a serve of
-    # `--insecure-dev --targets FILE` (the demo's) does not need.
-    from autoscaler.kube.config import load_kube_settings
-
     notes: list[str] = []
     try:
+        if (paths := _kubeconfig_not_there(settings)) is not None:
+            # No file to load: the library's own refusal, in its words, without importing it.
+            notes.append(f"Config not found: {paths}")
+            where = paths if settings.kubeconfig else "the in-cluster settings or the default kubeconfig"
+            raise KubeConfigError(f"cannot load Kubernetes connection settings from {where}")
+        # Here, not at the top: the Kubernetes library takes a third of a second or more to import, which a serve
+        # of `--insecure-dev --targets FILE` (the demo's) does not need.
+        from autoscaler.kube.config import load_kube_settings
+
         with _library_warnings_into(notes):
             asyncio.run(load_kube_settings(settings.kubeconfig))
     except KubeConfigError as error:
@@ -200,6 +206,15 @@ def _check_kube_settings(settings: ServeSettings) -> None:
             fix = ("authentication and authorization need the Kubernetes API: pass --kubeconfig FILE or run in "
                    "a cluster (a local demo without Kubernetes: --insecure-dev)")
         raise PreflightError(f"{detail}; {fix}") from error
+
+
+def _kubeconfig_not_there(settings: ServeSettings) -> str | None:
+    """The kubeconfig path (list) the settings would be loaded from, where none of its files is there; None where
+    the library has something to judge (a file, or the pod's service account in a cluster)."""
+    if settings.kubeconfig is None and in_cluster():
+        return None
+    paths = str(settings.kubeconfig) if settings.kubeconfig is not None else default_kubeconfig()
+    return None if kubeconfig_found(paths) else paths
 
 
 def with_chosen_port(settings: ServeSettings) -> ServeSettings:

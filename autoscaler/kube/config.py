@@ -11,7 +11,6 @@ library reads the service-account token again.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from os import PathLike, fspath
 from pathlib import Path
@@ -23,7 +22,7 @@ from kubernetes.aio.config.config_exception import ConfigException
 
 from autoscaler.kube.credentials import TokenRefresh, watch_credentials
 from autoscaler.kube.errors import KubeConfigError
-from autoscaler.kube.where import SERVICE_ACCOUNT_NAMESPACE, in_cluster
+from autoscaler.kube.where import SERVICE_ACCOUNT_NAMESPACE, default_kubeconfig, in_cluster
 
 _SERVICE_ACCOUNT_NAMESPACE: Final = SERVICE_ACCOUNT_NAMESPACE
 
@@ -63,12 +62,6 @@ async def load_kube_settings(
                                "current-context)")
         raise KubeConfigError(f"cannot load Kubernetes connection settings from {where}: {error}") from error
     return KubeSettings(configuration, namespace, refresh)
-
-
-def default_kubeconfig() -> str:
-    """`$KUBECONFIG` (a path, or several joined by `:`), else `~/.kube/config`, read now. An empty `KUBECONFIG` is
-    unset, as for kubectl: the library, which reads the variable once at import, took "" for the file."""
-    return os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
 
 
 def _read_text(path: Path) -> str | None:

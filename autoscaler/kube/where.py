@@ -27,3 +27,16 @@ def own_namespace() -> str | None:
         return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or None
     except OSError:
         return None
+
+
+def default_kubeconfig() -> str:
+    """`$KUBECONFIG` (a path, or several joined by `:`), else `~/.kube/config`, read now. An empty `KUBECONFIG` is
+    unset, as for kubectl: the library, which reads the variable once at import, took "" for the file."""
+    return os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+
+
+def kubeconfig_found(paths: str) -> bool:
+    """Whether any file of a kubeconfig path list (`$KUBECONFIG`'s `:`-joined form) is there, decided as the
+    library decides it (each part, `~` expanded, `os.path.exists`): where none is, start-up is refused without
+    importing the library, a third of a second of CPU, for the same answer."""
+    return any(os.path.exists(os.path.expanduser(path)) for path in paths.split(os.pathsep) if path)

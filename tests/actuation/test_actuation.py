@@ -23,7 +23,7 @@ from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
 from autoscaler.sources.base import SourceDefaults
-from tests.actuation.conftest import KEY, add_pods
+from tests.actuation.conftest import KEY, add_pods, no_system_trust
 from tests.fakes.kube import FakeKubeApi
 
 PODS = {"pod-busy": 90.0, "pod-some": 30.0, "pod-idle": 0.0}
@@ -127,7 +127,8 @@ async def test_a_replica_waiting_for_the_lease_publishes_0_at_once(
 ) -> None:
     """Another replica holds the Lease: this one's series is 0 from the start (absent, the alert that watches
     for every replica at 0 would miss a fleet of followers whose leader is gone)."""
-    other = await KubeClient.connect(kubeconfig, user_agent="replica-1")
+    with no_system_trust():  # plain http: the system's CA bundle, read for every client, is never used
+        other = await KubeClient.connect(kubeconfig, user_agent="replica-1")
     try:
         holder = LeaseElector(other, LeaseConfig(namespace="ml", name="modelmesh-autoscaler", identity="replica-1",
                                                  lease_duration_s=60, renew_deadline_s=40, retry_period_s=2))

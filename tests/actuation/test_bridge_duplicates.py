@@ -8,10 +8,8 @@ import asyncio
 import contextlib
 import copy
 import logging
-import tempfile
 from collections.abc import Iterator
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -22,7 +20,7 @@ from hypothesis import strategies as st
 from autoscaler.actuation.bridge import ReplicaBridge
 from autoscaler.kube.client import KubeClient
 from autoscaler.simulation.hpa import HpaSpec, MetricSpec
-from tests.actuation.conftest import SteppedClock
+from tests.actuation.conftest import SteppedClock, connected
 from tests.fakes.kube import FakeKubeApi
 from tests.support.hpa_step import HpaStep
 
@@ -289,15 +287,8 @@ def change_spec(change: JSON, scale: JSON) -> None:
 
 
 async def play(history: list[Op]) -> None:
-    async with FakeKubeApi() as kube:
-        with tempfile.TemporaryDirectory() as folder:
-            config = kube.write_kubeconfig(Path(folder) / "kubeconfig", namespace=NS)
-            client = await KubeClient.connect(config, user_agent="modelmesh-autoscaler/test", timeout_s=30.0)
-            try:
-                await check(kube, ReplicaBridge(client, namespaces=[NS], clock=SteppedClock(), rand=lambda: 1.0),
-                            history)
-            finally:
-                await client.close()
+    async with FakeKubeApi() as kube, connected(kube, NS, timeout_s=30.0) as client:
+        await check(kube, ReplicaBridge(client, namespaces=[NS], clock=SteppedClock(), rand=lambda: 1.0), history)
 
 
 async def check(kube: FakeKubeApi, bridge: ReplicaBridge, history: list[Op]) -> None:

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from autoscaler.actuation.bridge import ReplicaBridge
 from autoscaler.kube.client import KubeClient
 from autoscaler.log_lists import NAMED
+from tests.actuation.conftest import connect
 from tests.fakes.kube import FakeKubeApi
 
 NS = "ml"
@@ -116,7 +117,7 @@ async def carried_lines(scaled: int) -> list[str]:
         fleet(kube, scaled, scale_replicas=5)
         with tempfile.TemporaryDirectory() as folder:
             config = kube.write_kubeconfig(Path(folder) / "kubeconfig", namespace=NS)
-            client = await KubeClient.connect(config, user_agent="modelmesh-autoscaler/test", timeout_s=30.0)
+            client = await connect(config, timeout_s=30.0)
             handler, logger = Keep(logging.INFO), logging.getLogger("autoscaler.actuation.bridge")
             logger.addHandler(handler)
             # setLevel, not `.level =`: it clears the cached answer of a logger asked before at another level

@@ -13,10 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
-from autoscaler.kube.client import KubeClient
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.selfmetrics import AdapterMetrics
-from tests.actuation.conftest import SteppedClock, add_pods, pod_view, runtime_view
+from tests.actuation.conftest import SteppedClock, add_pods, connect, pod_view, runtime_view
 from tests.fakes.kube import FakeKubeApi
 
 NAMESPACES = ["team-a", "team-b", "team-c"]
@@ -36,8 +35,7 @@ async def written_after_one_pass(runtimes: set[str], served: list[str]) -> set[t
         for namespace in runtimes:
             add_pods(kube, ["pod-0", "pod-1"], namespace=namespace)
         with tempfile.TemporaryDirectory() as tmp:
-            client = await KubeClient.connect(kube.write_kubeconfig(Path(tmp) / "kubeconfig"),
-                                              user_agent="modelmesh-autoscaler/test", timeout_s=2.0)
+            client = await connect(kube.write_kubeconfig(Path(tmp) / "kubeconfig"), timeout_s=2.0)
             try:
                 writer = DeletionCostWriter(client, AdapterMetrics(), settings=WriterSettings(qps=None),
                                             clock=SteppedClock(), namespaces=served)

@@ -102,18 +102,25 @@ def matches(labels: dict[str, str], key: str, operator: str, values: list[str]) 
     return key not in labels or labels[key] not in values  # "!=", "notin"
 
 
+REQUIREMENT_KEYS = st.sampled_from(["deployment", "servingruntime"])
+REQUIREMENT_OPERATORS = st.sampled_from(["=", "==", "!=", "in", "notin", "exists", "!"])
+NAMES_BY_KEY = {"servingruntime": st.sampled_from(POOL),
+                "deployment": st.sampled_from(POOL + tuple(SERVINGRUNTIME_DEPLOYMENT_PREFIX + name for name in POOL))}
+"""Built once, not at every draw: Hypothesis builds and validates a strategy again each time one is made."""
+NAME_LISTS_BY_KEY = {key: st.lists(names, min_size=1, max_size=3) for key, names in NAMES_BY_KEY.items()}
+
+
 @st.composite
 def requirements(draw: st.DrawFn) -> tuple[str, str, list[str], str]:
     """A requirement on a runtime's labels: key, operator, values, and its text as a client might space it."""
-    key = draw(st.sampled_from(["deployment", "servingruntime"]))
-    names = st.sampled_from(POOL) if key == "servingruntime" else st.sampled_from(
-        POOL + tuple(SERVINGRUNTIME_DEPLOYMENT_PREFIX + name for name in POOL))
-    operator = draw(st.sampled_from(["=", "==", "!=", "in", "notin", "exists", "!"]))
+    key = draw(REQUIREMENT_KEYS)
+    names = NAMES_BY_KEY[key]
+    operator = draw(REQUIREMENT_OPERATORS)
     blank = draw(spaces)
     if operator in ("exists", "!"):
         return key, operator, [], f"{blank}{'!' if operator == '!' else ''}{key}{blank}"
     if operator in ("in", "notin"):
-        values = draw(st.lists(names, min_size=1, max_size=3))
+        values = draw(NAME_LISTS_BY_KEY[key])
         return key, operator, values, f"{key} {operator}{blank}({','.join(blank + v + blank for v in values)})"
     value = draw(names)
     return key, operator, [value], f"{blank}{key}{blank}{operator}{blank}{value}{blank}"
