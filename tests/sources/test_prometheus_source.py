@@ -603,6 +603,17 @@ class TricklingPrometheus:
             writer.close()
 
 
+async def read_again(source: PrometheusSource, stuck_at: float, refreshes: int = 3) -> RuntimeSnapshot:
+    """The first of `refreshes` refreshes (15 s apart after `stuck_at`) that reads the healed backend, else the last.
+    A wedged source reads it in none; a loaded machine can time one out (a 1 s read timeout, the backend answering
+    from this event loop: a clean-clone run with the suite's other six files compiling beside it did)."""
+    for refresh in range(1, refreshes + 1):
+        (snapshot,) = await source.collect(stuck_at + 15 * refresh)
+        if snapshot.source_ok:
+            break
+    return snapshot
+
+
 @pytest.mark.parametrize(("mode", "tls"), [("body", False), ("headers", False), ("body", True),
                                            ("body-close", False), ("body-http10", False), ("body-close", True)])
 async def test_a_prometheus_that_trickles_its_answers_wedges_nothing(
@@ -633,10 +644,10 @@ async def test_a_prometheus_that_trickles_its_answers_wedges_nothing(
         await eventually(lambda: backend.trickling == 0)  # the adapter let go of every connection
 
         backend.mode = "answer"
-        (healed,) = await source.collect(now + 15)
+        healed = await read_again(source, now)
 
         assert healed.source_ok, source.last_error
-        assert source.errors == {"timeout": 1}
+        assert set(source.errors) == {"timeout"}, source.errors
     finally:
         server.close()
         await server.wait_closed()
