@@ -27,8 +27,8 @@ from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.request_log import reading_progress
 from autoscaler.simulation.standard_input import STDIN, argument_path, input_name
 from autoscaler.simulation.trace import Trace, read_csv, write_csv
-from autoscaler.simulation.trace_file import TraceError, open_csv, unpacking
-from autoscaler.simulation.trace_minutes import MANY, MINUTE_S, READ_AS, minute_columns
+from autoscaler.simulation.trace_file import TraceError, minute_columns, open_csv, unpacking
+from autoscaler.simulation.trace_minutes import MANY, MINUTE_S, READ_AS
 
 
 def piped_in(path: Path) -> bool:

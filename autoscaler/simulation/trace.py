@@ -69,12 +69,14 @@ from autoscaler.simulation.trace_file import (
     LATEST_S,
     MAX_INTERVAL_S,
     MIN_INTERVAL_S,
+    PROGRESS_ROWS,
     LostScrapes,
     TraceError,
     by_name,
     columns,
     gzipped,
     known_size,
+    minute_columns,
     not_utf8,
     number_field,
     numbered_rows,
@@ -83,9 +85,8 @@ from autoscaler.simulation.trace_file import (
     unpacking,
     with_head,
 )
-from autoscaler.simulation.trace_file import PROGRESS_ROWS as PROGRESS_ROWS  # its importers keep their import
 from autoscaler.simulation.trace_head import sampled
-from autoscaler.simulation.trace_minutes import MINUTE_S, minute_columns, read_minutes
+from autoscaler.simulation.trace_minutes import MINUTE_S, read_minutes
 
 __all__ = ["HEADER", "MAX_INTERVAL_S", "MIN_INTERVAL_S", "Bucket", "Buckets", "Trace", "TraceError", "buckets",
            "fitting_tick", "from_rows", "read_csv", "synthetic", "write_csv"]

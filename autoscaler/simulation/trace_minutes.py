@@ -31,7 +31,6 @@ from autoscaler.simulation.trace_file import (
     never_valued,
     number_field,
 )
-from autoscaler.simulation.trace_file import minute_columns as minute_columns  # its importers keep their import
 
 MINUTE_S: Final = 60.0
 MODEL_COLUMN: Final = "hashfunction"
