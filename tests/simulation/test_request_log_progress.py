@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from autoscaler.simulation.progress_bar import ProgressBar
-from autoscaler.simulation.trace import PROGRESS_ROWS, read_csv
+from autoscaler.simulation.trace import read_csv
+from autoscaler.simulation.trace_file import PROGRESS_ROWS
 from tests.simulation.runs import FAILED, REPO, convert, trickled, write_trace
 
 CONVERT = [sys.executable, "-m", "autoscaler.simulation.request_log"]
