@@ -325,7 +325,9 @@ class DeletionCostWriter:
         it shows this replica's write, or the pod is not watched (a pod just created, or no pod watch). Until the
         watch has shown the write itself (`PodRecord.echoed`), for `ECHO_WAIT_S`, another value is the pod as it
         was before the write, the watch behind or relisting: no time window after the write, which a tool that
-        puts its value back within it got through."""
+        puts its value back within it got through. The value of a PATCH that got no answer is this replica's own
+        (`PodRecord.unanswered`): an API server slow to commit lands it after the client gave up, and it was said
+        as another writer's, sending the user after a tool that was not there."""
         if record.cost is None or not self._watched(pod):
             return None
         shown = self._cluster.deletion_cost(*pod) if self._cluster is not None else None
@@ -336,6 +338,8 @@ class DeletionCostWriter:
             return None
         if not record.echoed and (self._clock() - record.written_at < ECHO_WAIT_S or self._watch_behind(pod, record)):
             return None
+        if shown in {str(sent) for sent in record.unanswered}:
+            return None  # a PATCH of this replica's that got no answer, committed after all
         return cost
 
     def _shown_by_watch(self, namespace: str, name: str, annotation: str | None) -> None:
@@ -656,10 +660,12 @@ class DeletionCostWriter:
             )
         except KubeApiError as error:
             record.sending = None
+            if error.status is None and patch.cost not in record.unanswered:
+                record.unanswered += (patch.cost,)
             self._failed(pod, record, error)
             return
         record.cost, record.written_at, record.uid, record.echoed = patch.cost, self._clock(), uid, False
-        record.sending = None
+        record.sending, record.unanswered = None, ()
         if record.sent_echoed:
             self._echoed(pod, record)
         record.fought = record.fought or fought

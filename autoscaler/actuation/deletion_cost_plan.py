@@ -79,6 +79,10 @@ class PodRecord:
     that is its echo (`sent_echoed`)."""
     sent_echoed: bool = False
     """Whether the pod watch showed `sending` while the PATCH was under way."""
+    unanswered: tuple[int, ...] = ()
+    """The costs of PATCHes that got no answer (a timeout, a connection lost) since the last one answered: the API
+    server may have committed them after all, and the pod watch showing one is this replica's write landing late,
+    not another writer's (`DeletionCostWriter._foreign`)."""
     fought: bool = False
     """Written again for another writer's value, and not yet seen keeping this replica's for `min_interval_s`:
     written again at most once a pod's minute, even for a runtime whose writes are hurried, and said once."""
