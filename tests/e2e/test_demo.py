@@ -204,7 +204,15 @@ def test_replicas_follow_the_hot_model_up_and_come_down_slowly_least_needed_firs
             name = removal.split()[0]
             words = rf"(?:{RANKED_WORDS}|{NOT_READY_WORDS})" if name in added_after_drop else RANKED_WORDS
             assert re.fullmatch(rf"demo-\d+ {words}", removal), (removal, out)
-    assert len(downs) >= 2, out  # in steps, as the adapter's served value falls
+    # Slowly: after the drop the adapter's slow scale-down (scale_down_tau_s, the one slow-down rail) holds the
+    # HPA's count above what its deciding term proposes, and the scale line says so ("scale down 7 -> 6 (the
+    # adapter's requests term proposes 3: ...; the adapter's slow scale-down serves 6 meanwhile, ... falling to
+    # 3 ...)"). It asked for two scale-downs in the run's wall-clock time, which a starved HPA loop may not get to,
+    # and which scale_down_tau_s 0 passed all the same: 8 -> 6, then 6 -> 3 at the drop, then 3 -> 2.
+    held_down = [(int(after), int(term)) for after, term in re.findall(
+        r"HPA: .*scale down \d+ -> (\d+) \(the adapter's \w+ term proposes (\d+)[^()]*; the adapter's slow "
+        r"scale-down serves ", dropped)]
+    assert any(after > term for after, term in held_down), out
     said = re.findall(rf"(demo-\d+) {RANKED_WORDS}",
                       " ".join(r for _, _, r in downs))
     removed = [name for name, _ in said]
