@@ -42,9 +42,10 @@ def adopt_orphans() -> bool:
     return _adopting
 
 
-def children() -> list[int]:
-    """This process's children, from /proc (each process's parent is the field after its name)."""
-    own, found = os.getpid(), []
+def children(parent: int | None = None) -> list[int]:
+    """The children of `parent` (this process by default), from /proc (each process's parent is the field after
+    its name)."""
+    own, found = os.getpid() if parent is None else parent, []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
