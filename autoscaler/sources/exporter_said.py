@@ -23,3 +23,11 @@ def quoted(text: str) -> str:
         return repr(text)
     shown = repr(text[:SAID_CHARS])
     return f"{shown[:-1]}...{shown[-1]} ({len(text):,} characters)"
+
+
+def told(text: str) -> str:
+    """`text` as it is where it is short and printable (a library's own words, `Server disconnected`), else
+    `quoted`: a backend's words inside a library's message (aiohttp quoting an exporter's status line of a
+    megabyte, Prometheus's `error` with terminal escapes and line breaks) reach the log and /debug cut short, on
+    one line."""
+    return text if len(text) <= SAID_CHARS and text.isprintable() else quoted(text)

@@ -22,7 +22,7 @@ import aiohttp
 from yarl import URL
 
 from autoscaler.log_lists import few
-from autoscaler.sources.exporter_said import quoted
+from autoscaler.sources.exporter_said import quoted, told
 from autoscaler.sources.modelmesh_own_port import plain_to_tls_port
 from autoscaler.sources.tls_causes import HOST_MISMATCH, NOT_TLS, ssl_cause
 from exporter import names
@@ -166,15 +166,15 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
         closed = (isinstance(error, aiohttp.ServerDisconnectedError) or error.errno == errno.ECONNRESET
                   or (cause is not None and cause.reason in CLIENT_CERTIFICATE_REFUSED))
         hint = f"; {closed_hint(url, answered_before)}" if closed else ""
-        raise FetchError(names.REASON_CONNECT, f"{url}: {error}{hint}") from error
+        raise FetchError(names.REASON_CONNECT, f"{url}: {told(str(error))}{hint}") from error
     except aiohttp.ClientPayloadError as error:
-        raise FetchError(names.REASON_PARSE, f"incomplete body from {url}: {error}") from error
+        raise FetchError(names.REASON_PARSE, f"incomplete body from {url}: {told(str(error))}") from error
     except aiohttp.TooManyRedirects as error:
         raise FetchError(names.REASON_HTTP, f"{url}: {redirects_said(error)}") from error
     except aiohttp.RedirectClientError as error:
         raise FetchError(names.REASON_HTTP, f"{url}: {redirect_not_followed(error)}") from error
-    except aiohttp.ClientError as error:
-        raise FetchError(names.REASON_CONNECT, f"{url}: {error}") from error
+    except aiohttp.ClientError as error:  # aiohttp's words may quote the answer's (a bad status line, whole)
+        raise FetchError(names.REASON_CONNECT, f"{url}: {told(str(error))}") from error
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError as error:
