@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from autoscaler.sources.exporter_said import quoted
+from autoscaler.backend_said import quoted
 
 SUMMARY_CHARS: Final = 200
 """The most of a body quoted in a log line."""

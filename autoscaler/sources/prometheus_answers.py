@@ -21,8 +21,8 @@ from typing import Any, Final
 
 import requests
 
+from autoscaler.backend_said import quoted, told
 from autoscaler.sources.body_summary import body_summary
-from autoscaler.sources.exporter_said import quoted, told
 from autoscaler.sources.tls_causes import HOST_MISMATCH, NOT_TLS, ssl_cause
 from exporter import names
 

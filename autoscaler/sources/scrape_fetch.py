@@ -21,8 +21,8 @@ from typing import Final
 import aiohttp
 from yarl import URL
 
+from autoscaler.backend_said import quoted, told
 from autoscaler.log_lists import few
-from autoscaler.sources.exporter_said import quoted, told
 from autoscaler.sources.modelmesh_own_port import plain_to_tls_port
 from autoscaler.sources.tls_causes import HOST_MISMATCH, NOT_TLS, ssl_cause
 from exporter import names
@@ -210,7 +210,7 @@ def redirects_said(error: aiohttp.TooManyRedirects) -> str:
     """A redirect loop, said with where it went, as the exporter says its own (`http`, not `connect`): aiohttp's
     words for it are `0, message=''`, and the exporter did answer, so the connect hint would point the wrong way.
     Kept here rather than shared with `exporter.collectors.modelmesh`, whose wording names ModelMesh's port.
-    The Locations are the exporter's words (`exporter_said`): a new one of 8 KB at each of the ten hops made an
+    The Locations are the exporter's words (`backend_said`): a new one of 8 KB at each of the ten hops made an
     80 KB line."""
     targets = dict.fromkeys(quoted(response.headers.get(aiohttp.hdrs.LOCATION, "")) for response in error.history)
     return f"too many redirects ({len(error.history)}), to {few(targets, 3)}"
@@ -218,7 +218,7 @@ def redirects_said(error: aiohttp.TooManyRedirects) -> str:
 
 def redirect_not_followed(error: aiohttp.RedirectClientError) -> str:
     """A redirect to a Location aiohttp does not follow (another scheme, or no URL at all): the exporter answered,
-    so `http`, not `connect`, with the Location quoted (`exporter_said`): as aiohttp writes it, a terminal escape
+    so `http`, not `connect`, with the Location quoted (`backend_said`): as aiohttp writes it, a terminal escape
     in it reached the log as it was."""
     location = str(error.args[0]) if error.args else ""
     said_as = "not an http or https URL" if isinstance(error, aiohttp.NonHttpUrlRedirectClientError) else "not a URL"

@@ -2,7 +2,7 @@
 (`errorType`, `error`), an error page's title, a partial answer's warnings, an exporter's broken answer as aiohttp
 quotes it. A backend may say anything there: /debug said a Prometheus `errorType` of 50 KB whole, raw terminal
 escapes and NULs from an error page's title or an `error`, every one of 3,000 warnings, and 128 KB of an exporter's
-garbage status line. Each is now told as an exporter's words are (`exporter_said`): cut short, with its length, and
+garbage status line. Each is now told as an exporter's words are (`backend_said`): cut short, with its length, and
 with what is not printable escaped.
 
 Real sources against stand-in backends on real sockets, read through the real API's /debug.

@@ -1,11 +1,13 @@
-"""How the adapter's log and /debug repeat what a tenant's exporter said: quoted and cut short.
+"""How the adapter's log and /debug repeat what a backend said: quoted and cut short.
 
 Any pod of a discovered runtime that declares the exporter port answers the scrape, and what it says of itself
 reaches the log when its answer is refused: the pod it claims to run in, the line the library's parser could not
 read. A label value may hold an escaped line break, which the reader decodes: written as it is, it ends the
 adapter's line and starts one that reads like the adapter's own; and a value may be half a megabyte long. So such
 text is written as Python writes a string (`repr`: a line break is `\\n`, quotes around it), at most
-`SAID_CHARS` of it, as the request paths a client sends are (`autoscaler.api`).
+`SAID_CHARS` of it, as the request paths a client sends are (`autoscaler.api`). So are the words of the other
+backends, which may say anything too: Prometheus's own error and warnings, an error page's title, a Kubernetes
+Status's message. Apart from the sources and the Kubernetes layer, which both use it and may not import each other.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from typing import Final
 
 SAID_CHARS: Final = 200
-"""The most characters of an exporter's own words a log line or /debug repeats; its length is said past it."""
+"""The most characters of a backend's own words a log line or /debug repeats; its length is said past it."""
 
 
 def quoted(text: str) -> str:
