@@ -144,7 +144,8 @@ def check_answer(
     finally:
         response.close()
     asked, answered = shown(query_url), shown(response.url)
-    where = asked if answered == asked else f"{asked} (redirected to {answered})"
+    # where it was sent is a proxy's words (a Location of any length): told as any backend's are
+    where = asked if answered == asked else f"{asked} (redirected to {told(answered)})"
     said = summary(text, _content_type(response))
     if response.status_code == 200:
         raise PrometheusSourceError(REASON_PARSE, f"{where} answered {said}, not Prometheus's JSON: {LOGIN_HINT}",

@@ -92,6 +92,28 @@ async def test_prometheus_words_reach_debug_bounded_and_readable(
     assert any("\\x1b[31mred" in detail for detail in details), details  # said, escaped
 
 
+async def test_where_prometheus_redirected_reaches_debug_bounded(
+        aiohttp_server: AiohttpServer, aiohttp_client: ClientFactory, sources: list[PrometheusSource],
+        now: float) -> None:
+    """A proxy in front of Prometheus that redirects to a Location of 20 KB: /debug said all of it."""
+
+    async def query(request: web.Request) -> web.Response:
+        raise web.HTTPFound("/login/" + "p" * 20_000)
+
+    async def login(request: web.Request) -> web.Response:
+        return web.Response(status=503, text="<html><title>Sign in</title></html>", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/api/v1/query", query)
+    app.router.add_get("/login/{rest:.*}", login)
+    server = await aiohttp_server(app)
+    source = PrometheusSource(two_pods(TRITON), str(server.make_url("")))
+    sources.append(source)
+    details = await debug_details(source, TRITON, aiohttp_client, now)
+    assert all(readable(detail) for detail in details), [detail[:300] for detail in details]
+    assert any("(redirected to 'http://" in detail and "/login/ppp" in detail for detail in details), details
+
+
 @pytest.fixture
 async def garbage_exporter() -> AsyncIterator[str]:
     """The /metrics URL of a server whose answer is no HTTP: a status line of a megabyte, escapes in it."""
