@@ -33,6 +33,7 @@ from collections import Counter
 from typing import Final
 
 from autoscaler.api.debug_document import SourceState
+from autoscaler.api.unaddressed import without_addresses
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeView
 from autoscaler.names import ServedMetric
@@ -119,7 +120,8 @@ def _modelmesh_never_read(view: RuntimeView, source: SourceState | None = None) 
 
 def _source_says(source: SourceState, ready: set[str]) -> str | None:
     """What the source says fails for the runtime's Ready pods (or for the whole runtime), by reason, with one
-    problem in its own words (its hint, the port scraped, included); None where it says nothing."""
+    problem in its own words (its hint, the port scraped, included; the pod named, not its address:
+    `unaddressed`); None where it says nothing."""
     _, problems = source
     named = [problem for problem in problems if problem.pod is None or problem.pod in ready]
     if not named:
@@ -129,4 +131,4 @@ def _source_says(source: SourceState, ready: set[str]) -> str | None:
         problem.pod is not None for problem in named if problem.reason == reason) else reason
         for reason, count in counted.items())
     first = named[0]
-    return f"{reasons}; {first.pod + ': ' if first.pod else ''}{first.detail}"
+    return f"{reasons}; {first.pod + ': ' if first.pod else ''}{without_addresses(first.detail)}"

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 import aiohttp
 
+from autoscaler.backend_said import told
 from autoscaler.kube.errors import KubeApiError, WatchExpiredError
 
 JSON = dict[str, Any]
@@ -93,11 +94,11 @@ def status_error(what: str, code: int, body: Any, retry_after: str | None = None
     reason = ""
     message = ""
     if isinstance(body, dict):
-        reason = str(body.get("reason") or "")
-        message = str(body.get("message") or "")
+        reason = told(str(body.get("reason") or ""))
+        message = told(str(body.get("message") or ""))  # any length, any characters: the log and /debug say it
         code = int(body.get("code") or code)
     elif isinstance(body, str):
-        message = body.strip()[:200]
+        message = told(body.strip())
     text = f"{what}: {code} {reason}: {message}".rstrip(": ")
     if code == 410:
         return WatchExpiredError(text, code, reason)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from autoscaler.backend_said import quoted
 from autoscaler.sources.base import PodTarget
-from autoscaler.sources.exporter_said import quoted
 from exporter.pod_identity import PodIdentity
 
 REASON_OTHER_POD: Final = "other_pod"
@@ -43,7 +43,7 @@ def names_another_pod(answered: PodIdentity | None, namespace: str, pod: PodTarg
 
 def claimed_pod(answered: PodIdentity, namespace: str | None = None) -> str:
     """The pod an exporter says it runs in, as the adapter says it: `pod 'NS/NAME (uid UID)'`, quoted and cut short
-    (`exporter_said`: a tenant's words). `namespace`: said to that namespace's runtimes (/debug, a 503 message),
+    (`backend_said`: a tenant's words). `namespace`: said to that namespace's runtimes (/debug, a 503 message),
     which name only a pod of that namespace; None: said in the log, which names any."""
     if namespace is None or answered.namespace == namespace:
         return f"pod {quoted(str(answered))}"

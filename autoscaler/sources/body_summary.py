@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from autoscaler.backend_said import quoted
+
 SUMMARY_CHARS: Final = 200
 """The most of a body quoted in a log line."""
 
@@ -22,6 +24,11 @@ def body_summary(text: str, content_type: str = "") -> str:
     stripped = text.strip()
     if "html" in content_type.lower() or stripped[:1] == "<":
         title = _TITLE.search(stripped)
-        return f'an HTML page titled "{" ".join(title[1].split())[:SUMMARY_CHARS]}"' if title else "an HTML page"
+        if title is None:
+            return "an HTML page"
+        name = " ".join(title[1].split())
+        # a page's own title: any text, as long as it likes (a NUL, a terminal escape), said as quoted words are
+        return f'an HTML page titled "{name}"' if name.isprintable() and len(name) <= SUMMARY_CHARS else (
+            f"an HTML page titled {quoted(name)}")
     first = " ".join(stripped.split())
     return repr(first[:SUMMARY_CHARS] + ("..." if len(first) > SUMMARY_CHARS else ""))

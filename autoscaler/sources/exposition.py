@@ -20,11 +20,11 @@ from typing import Final, NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from autoscaler.backend_said import quoted
 from autoscaler.model import PodSample
 from autoscaler.policies.samples import clean, refusal
 from autoscaler.sources.body_summary import body_summary
 from autoscaler.sources.exporter_failures import failed_reads_said
-from autoscaler.sources.exporter_said import quoted
 from autoscaler.sources.exporter_text import Sample, fast_read
 from autoscaler.sources.exporter_text_limits import over_limit
 from autoscaler.sources.modelmesh_own_port import modelmesh_own_metrics

@@ -103,6 +103,7 @@ from autoscaler.sources.prometheus_missing_pods import MissingPods
 from autoscaler.sources.prometheus_modelmesh_failing import ModelMeshFailing, modelmesh_failing_query
 from autoscaler.sources.prometheus_other_pod import OtherPods
 from autoscaler.sources.prometheus_partial import PartialAnswers
+from autoscaler.sources.prometheus_pod_objects import HeldFor, of_this_pod
 from autoscaler.sources.prometheus_promql import (
     FRESHNESS,
     GPU_FRESHNESS,
@@ -226,6 +227,7 @@ class PrometheusSource(SourceDefaults):
         self._partial = PartialAnswers(self._url)
         self._unseen = UnseenRuntimes(self._url)
         self._last: dict[PodRef, PodSample] = {}
+        self._held_for = HeldFor()  # which pod object each of `_last` was read of (`prometheus_pod_objects`)
         self._garbage = PrometheusGarbage(self._url, self._count)
         self._other_pods = OtherPods(self._url, self._count)
         self._modelmesh_failing = ModelMeshFailing(self._url, self._count, max_staleness_s)
@@ -414,11 +416,12 @@ class PrometheusSource(SourceDefaults):
         models_garbled = False  # a pod whose model times were all garbage
         for target in runtime.pods:
             ref = (runtime.key.namespace, target.name)
-            previous = self._last.get(ref)
+            previous = self._held_for.held(ref, target, self._last)  # not an earlier pod's of the name
             # A pod read before whose load left the answer (no freshness) is read for its GPU (`_read_pod`).
             read = ref not in self._other_pods and (
                 ref in seen or (previous is not None and ref in answers.get("gpu_busy", ())))
             sample, garbled = self._read_pod(ref, answers) if read else (None, False)
+            sample = of_this_pod(sample, target.created_at)  # an earlier pod's series (`prometheus_pod_objects`)
             models_garbled = models_garbled or garbled
             if sample is not None and sample.sampled_at is None:  # its GPU read, its load not
                 if previous is None:  # nothing to hold beside it: not read yet, as before its first load reading
@@ -515,6 +518,7 @@ class PrometheusSource(SourceDefaults):
         known = {(key.namespace, pod.name) for key, runtime in inventory.items() for pod in runtime.pods}
         for ref in [ref for ref in self._last if ref not in known]:
             del self._last[ref]
+        self._held_for.forget(known)
         self._garbage.forget(known, inventory)
         self._other_pods.forget(known)
         self._modelmesh_failing.forget(known)

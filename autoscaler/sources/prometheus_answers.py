@@ -21,7 +21,8 @@ from typing import Any, Final
 
 import requests
 
-from autoscaler.sources.body_summary import SUMMARY_CHARS, body_summary
+from autoscaler.backend_said import quoted, told
+from autoscaler.sources.body_summary import body_summary
 from autoscaler.sources.tls_causes import HOST_MISMATCH, NOT_TLS, ssl_cause
 from exporter import names
 
@@ -109,7 +110,7 @@ def summary(text: str, content_type: str = "") -> str:
     page's title, or its start)."""
     error = api_error(text.strip())
     if error is not None:
-        return (f"{error[0]}: {error[1]}" if error[0] else error[1])[:SUMMARY_CHARS]
+        return told(f"{error[0]}: {error[1]}" if error[0] else error[1])
     return body_summary(text, content_type)
 
 
@@ -143,7 +144,8 @@ def check_answer(
     finally:
         response.close()
     asked, answered = shown(query_url), shown(response.url)
-    where = asked if answered == asked else f"{asked} (redirected to {answered})"
+    # where it was sent is a proxy's words (a Location of any length): told as any backend's are
+    where = asked if answered == asked else f"{asked} (redirected to {told(answered)})"
     said = summary(text, _content_type(response))
     if response.status_code == 200:
         raise PrometheusSourceError(REASON_PARSE, f"{where} answered {said}, not Prometheus's JSON: {LOGIN_HINT}",
@@ -178,7 +180,7 @@ def error_in_success(body: bytes) -> tuple[str, str] | None:
 
 def _api_refused(error: tuple[str, str], where: str) -> PrometheusSourceError:
     kind, message = error
-    said = f'errorType "{kind}", error "{message[:SUMMARY_CHARS]}"' if kind else f'error "{message[:SUMMARY_CHARS]}"'
+    said = f"errorType {quoted(kind)}, error {quoted(message)}" if kind else f"error {quoted(message)}"
     return PrometheusSourceError(_reason_of(error), f"{where} Prometheus's own error: {said}", f"HTTP 200 {kind}")
 
 
@@ -195,7 +197,7 @@ def partial_warnings(body: bytes) -> list[str]:
     if not isinstance(payload, dict):
         return []
     raw = payload.get("warnings")
-    said = [str(warning)[:SUMMARY_CHARS] for warning in raw] if isinstance(raw, list) else []
+    said = [told(str(warning)) for warning in raw] if isinstance(raw, list) else []
     if payload.get("isPartial") is True and not said:
         said.append("isPartial: some storage nodes did not answer")
     return said

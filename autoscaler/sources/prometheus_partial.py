@@ -14,12 +14,22 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey
 from autoscaler.source_problems import for_every_runtime
 from autoscaler.sources.base import RuntimeInventory, SourceProblem
 from autoscaler.sources.prometheus_promql import PodRef
 
 log = logging.getLogger("autoscaler.sources.prometheus")  # the source's logger: operators filter on one name
+
+WARNINGS_SAID: Final = 3
+"""The most of an answer's warnings the log and /debug repeat, and how many more: Thanos lists one a store it could
+not reach, and a gateway may list thousands."""
+
+
+def _warnings_said(warnings: Sequence[str]) -> str:
+    return few(warnings, WARNINGS_SAID, sep="; ", more="; and {} more warnings")
+
 
 REASON_PARTIAL: Final = "partial"
 """A `SourceProblem`'s reason while the answers are partial and leave out Ready pods of the runtime (not an error)."""
@@ -43,7 +53,7 @@ class PartialAnswers:
         said = frozenset(warnings)
         if said and not said <= self._said:
             log.warning("Prometheus at %s answered partial data (pods it left out hold their last good samples): %s",
-                        self._url, "; ".join(warnings))
+                        self._url, _warnings_said(warnings))
         elif not said and self._said:
             log.info("Prometheus at %s answers complete data again", self._url)
         self._said = said
@@ -70,5 +80,5 @@ class PartialAnswers:
         return SourceProblem(
             REASON_PARTIAL, f"Prometheus at {self._url} answered partial data without some of this runtime's "
             f"Ready pods (they hold their last good samples and turn stale): "
-            f"{for_every_runtime('; '.join(sorted(self._said)))}",
+            f"{for_every_runtime(_warnings_said(sorted(self._said)))}",
             self._since)

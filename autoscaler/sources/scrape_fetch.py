@@ -21,8 +21,8 @@ from typing import Final
 import aiohttp
 from yarl import URL
 
+from autoscaler.backend_said import quoted, told
 from autoscaler.log_lists import few
-from autoscaler.sources.exporter_said import quoted
 from autoscaler.sources.modelmesh_own_port import plain_to_tls_port
 from autoscaler.sources.tls_causes import HOST_MISMATCH, NOT_TLS, ssl_cause
 from exporter import names
@@ -166,15 +166,15 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
         closed = (isinstance(error, aiohttp.ServerDisconnectedError) or error.errno == errno.ECONNRESET
                   or (cause is not None and cause.reason in CLIENT_CERTIFICATE_REFUSED))
         hint = f"; {closed_hint(url, answered_before)}" if closed else ""
-        raise FetchError(names.REASON_CONNECT, f"{url}: {error}{hint}") from error
+        raise FetchError(names.REASON_CONNECT, f"{url}: {told(str(error))}{hint}") from error
     except aiohttp.ClientPayloadError as error:
-        raise FetchError(names.REASON_PARSE, f"incomplete body from {url}: {error}") from error
+        raise FetchError(names.REASON_PARSE, f"incomplete body from {url}: {told(str(error))}") from error
     except aiohttp.TooManyRedirects as error:
         raise FetchError(names.REASON_HTTP, f"{url}: {redirects_said(error)}") from error
     except aiohttp.RedirectClientError as error:
         raise FetchError(names.REASON_HTTP, f"{url}: {redirect_not_followed(error)}") from error
-    except aiohttp.ClientError as error:
-        raise FetchError(names.REASON_CONNECT, f"{url}: {error}") from error
+    except aiohttp.ClientError as error:  # aiohttp's words may quote the answer's (a bad status line, whole)
+        raise FetchError(names.REASON_CONNECT, f"{url}: {told(str(error))}") from error
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -210,7 +210,7 @@ def redirects_said(error: aiohttp.TooManyRedirects) -> str:
     """A redirect loop, said with where it went, as the exporter says its own (`http`, not `connect`): aiohttp's
     words for it are `0, message=''`, and the exporter did answer, so the connect hint would point the wrong way.
     Kept here rather than shared with `exporter.collectors.modelmesh`, whose wording names ModelMesh's port.
-    The Locations are the exporter's words (`exporter_said`): a new one of 8 KB at each of the ten hops made an
+    The Locations are the exporter's words (`backend_said`): a new one of 8 KB at each of the ten hops made an
     80 KB line."""
     targets = dict.fromkeys(quoted(response.headers.get(aiohttp.hdrs.LOCATION, "")) for response in error.history)
     return f"too many redirects ({len(error.history)}), to {few(targets, 3)}"
@@ -218,7 +218,7 @@ def redirects_said(error: aiohttp.TooManyRedirects) -> str:
 
 def redirect_not_followed(error: aiohttp.RedirectClientError) -> str:
     """A redirect to a Location aiohttp does not follow (another scheme, or no URL at all): the exporter answered,
-    so `http`, not `connect`, with the Location quoted (`exporter_said`): as aiohttp writes it, a terminal escape
+    so `http`, not `connect`, with the Location quoted (`backend_said`): as aiohttp writes it, a terminal escape
     in it reached the log as it was."""
     location = str(error.args[0]) if error.args else ""
     said_as = "not an http or https URL" if isinstance(error, aiohttp.NonHttpUrlRedirectClientError) else "not a URL"

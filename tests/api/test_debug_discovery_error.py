@@ -32,8 +32,8 @@ async def kube() -> AsyncIterator[FakeKubeApi]:
         yield server
 
 
-async def test_debug_names_the_deployment_read_that_rbac_refuses(kube: FakeKubeApi,
-                                                                 aiohttp_client: ClientFactory) -> None:
+async def discovery_problem(kube: FakeKubeApi, aiohttp_client: ClientFactory, status: int, message: str) -> str:
+    """The `discovery` problem /debug shows once the runtime's Deployment read is answered `status`, `message`."""
     kube.add_modelmesh_runtime(NS, KEY.deployment, replicas=1)
     settings = Configuration()
     settings.host = kube.url
@@ -45,15 +45,33 @@ async def test_debug_names_the_deployment_read_that_rbac_refuses(kube: FakeKubeA
     try:
         await discovery.start()
         await eventually(lambda: discovery.healthy)
-        kube.fail("/deployments", 403, times=None, message='deployments.apps "modelmesh-serving-triton" is '
-                  'forbidden: User "system:serviceaccount:x:y" cannot get resource "deployments"')
+        kube.fail("/deployments", status, times=None, message=message)
         await eventually(lambda: not discovery.healthy)
         await refresher.refresh_once()
         async with client.get(f"/debug/runtimes/{NS}/{KEY.deployment}") as response:
             document = await response.json()
         [problem] = [p for p in document["source"]["problems"] if p["reason"] == "discovery"]
-        assert "cannot read runtime Deployments" in problem["detail"], problem
-        assert 'cannot get resource "deployments"' in problem["detail"], problem
+        detail: str = problem["detail"]
+        return detail
     finally:
         await source.close()
         await discovery.close()
+
+
+async def test_debug_names_the_deployment_read_that_rbac_refuses(kube: FakeKubeApi,
+                                                                 aiohttp_client: ClientFactory) -> None:
+    detail = await discovery_problem(kube, aiohttp_client, 403, 'deployments.apps "modelmesh-serving-triton" is '
+                                     'forbidden: User "system:serviceaccount:x:y" cannot get resource "deployments"')
+    assert "cannot read runtime Deployments" in detail, detail
+    assert 'cannot get resource "deployments"' in detail, detail
+
+
+async def test_debug_tells_a_kubernetes_error_message_bounded_and_readable(kube: FakeKubeApi,
+                                                                           aiohttp_client: ClientFactory) -> None:
+    """What answers for the Kubernetes API (an aggregated API, a proxy, a webhook's words) may say anything in a
+    Status's message: /debug said 100 KB of it whole, terminal escapes and line breaks included."""
+    hostile = "\x1b[31mred\x1b[0m\r\nFAKE adapter LOG LINE\x00" + "m" * 100_000
+    detail = await discovery_problem(kube, aiohttp_client, 500, hostile)
+    assert "cannot read runtime Deployments" in detail, detail[:300]
+    assert len(detail) < 2000 and detail.isprintable(), detail[:300]
+    assert "\\x1b[31mred" in detail, detail[:300]  # said, escaped

@@ -19,12 +19,13 @@ from aiohttp.test_utils import TestClient
 
 from autoscaler.api.app import build_api_app
 from autoscaler.api.runtimes import KEDA_ROUTE
-from autoscaler.model import PodSample, RuntimeSnapshot
+from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.names import ServedMetric
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.source_problems import SourceProblem
 from autoscaler.sources.base import SourceDefaults
 from tests.api.builders import KEY, NOW
 
@@ -118,6 +119,45 @@ async def test_a_known_source_is_told_its_own_checks_only(aiohttp_client: Any) -
     status, message = await answer(reading, ServedMetric.REQUEST_LOAD)
     assert status == 503 and "Prometheus keeps no exporter series" in message and "--modelmesh-url" in message
     assert "with the scrape source" not in message and "NetworkPolicies" not in message, message
+
+
+class FailingSource(NamedSource):
+    """`NamedSource` that says `problems` fail for the runtime, in a backend's words."""
+
+    def __init__(self, name: str, problems: tuple[SourceProblem, ...]) -> None:
+        super().__init__(name)
+        self.said = problems
+
+    def problems(self, key: RuntimeKey) -> tuple[SourceProblem, ...]:
+        return self.said
+
+
+async def test_a_503_names_the_pods_not_their_addresses(aiohttp_client: Any) -> None:
+    """`kubectl describe hpa` shows a 503's message to whoever reads HPAs: it named the failing pod's scrape URL
+    and IP (`triton-0: http://10.2.0.7:9187/metrics: ... ('10.2.0.7', 9187)`) and Prometheus's in-cluster URL,
+    which nobody reading an HPA can act on. The pod's name, the port and the hint are what they can."""
+    scrape = FailingSource("scrape", (
+        SourceProblem("tls", "https://[fd00::7]:9187/metrics: certificate verify failed: IP address mismatch, "
+                             "certificate is not valid for 'fd00::7'; give it a certificate for the pod's IP", NOW,
+                      "pod-0"),
+        SourceProblem("connect", "http://10.2.0.8:9187/metrics: [Errno 111] Connect call failed ('10.2.0.8', 9187); "
+                                 "nothing accepts connections there: is the exporter sidecar in the pod and listening "
+                                 "on port 9187?", NOW, "pod-1")))
+    client = await served(aiohttp_client, scrape)
+    for status, message in (await answer(client, ServedMetric.REQUEST_LOAD), await keda(client)):
+        assert status == 503 and "tls (1 pod), connect (1 pod); pod-0: " in message, message
+        assert "certificate verify failed: IP address mismatch" in message, message
+        assert "fd00::7" not in message and "://" not in message, message
+    prometheus = FailingSource("prometheus", (SourceProblem(
+        "unseen", "Prometheus at http://prometheus-k8s.monitoring.svc:9090 has no series for any Ready pod of the "
+                  "runtime (a PodMonitor's namespaceSelector?)", NOW),))
+    status, message = await answer(await served(aiohttp_client, prometheus), ServedMetric.REQUEST_LOAD)
+    assert status == 503 and "Prometheus has no series for any Ready pod" in message, message
+    assert "monitoring.svc" not in message and "://" not in message, message
+    connect = FailingSource("scrape", scrape.said[1:])
+    status, message = await answer(await served(aiohttp_client, connect), ServedMetric.REQUEST_LOAD)
+    assert "pod-1: [Errno 111] Connect call failed; nothing accepts" in message, message
+    assert "10.2.0.8" not in message and "port 9187" in message, message
 
 
 async def test_fresh_load_without_a_request_rate_says_which_series_is_missing(aiohttp_client: Any) -> None:

@@ -61,6 +61,10 @@ async def test_a_wrong_exporter_port_is_said_as_the_scrape_failure_it_is(tmp_pat
     assert "connect" in cause and f"port {wrong_port}" in cause and "--exporter-port" in cause, message
     assert "modelmesh-url" not in message and "Prometheus" not in message and "PodMonitor" not in message, message
     assert len(message.partition("(ServiceUnavailable): ")[2]) < 600, message  # it was 900
+    # `kubectl describe hpa` readers act on pods, not on their IPs or URLs (it said triton-0: http://127.0.0.2:...)
+    assert "127.0.0." not in message and "http://" not in message, message
+    assert any(f"triton-{index}: [Errno 111] Connect call failed; nothing accepts" in message for index in range(2)), \
+        message
     runtime_lines = [line for line in log.read_text().splitlines()
                      if "autoscaler.refresher" in line and f"{NS}/{DEPLOYMENT}:" in line and "fresh" in line]
     assert runtime_lines, log.read_text()[-3000:]

@@ -71,7 +71,7 @@ async def test_a_200_saying_status_error_is_logged_with_prometheus_own_error(
     [line] = warnings_of(caplog)
     assert not snapshot.source_ok
     assert f"failed ({reason}): " in line, line
-    assert f'errorType "{body["errorType"]}", error "{body["error"]}"' in line, line
+    assert f"errorType {body['errorType']!r}, error {body['error']!r}" in line, line
     assert "KeyError" not in line
     assert source.errors == {reason: 1}
 

@@ -47,6 +47,7 @@ async def test_an_adapter_of_some_namespaces_reads_their_pods_from_a_prometheus_
     values are read, and a refresh is good."""
     now = time.time()
     async with FakeKubeApi() as kube:
+        kube.clock = lambda: now - 60  # the pods were created before they were scraped: the series are theirs
         team_a = kube.add_modelmesh_runtime("team-a", DEPLOYMENT, replicas=2)
         team_c = kube.add_modelmesh_runtime("team-c", DEPLOYMENT, replicas=1)
         others = kube.add_modelmesh_runtime("other-tenant", DEPLOYMENT, replicas=OTHER_TENANTS)
