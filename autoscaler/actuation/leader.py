@@ -33,6 +33,11 @@ The safety margin is `lease_duration - renew_deadline`, and every delay is count
   retry period only adds to its load. A follower waits for it (at most a lease duration); the leader waits at
   most until its renew deadline, where it stops leading as on any failure to renew.
 
+A failover is read from the surviving replica's log (`autoscaler.actuation.lease_said` words it): a follower names
+the holder once, with its record's expiry (`renewTime` + `leaseDurationSeconds`), and again only when the holder
+changes; the line that says it leads names the previous holder and why it could take over: released (INFO) or
+expired (WARNING: a replica died, or lost the API server, without letting go).
+
 `LeaseElector.run()` does all of it until cancelled; `try_acquire_or_renew()` and `release()` are the single
 steps, for tests with an injected clock. Listeners hear every change of `is_leader`.
 """
@@ -48,6 +53,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
+from autoscaler.actuation.lease_said import Takeover, Term, holder_of, named, renewed_until, term_of, took_over
 from autoscaler.kube.backoff import ServerThrottle
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.plugin_waits import noting_plugin_waits
@@ -129,6 +135,9 @@ class LeaseElector:
         self._lead_until = -math.inf  # our monotonic time when the current term ends unless renewed
         self._observed: JSON | None = None  # the last Lease spec we read or wrote
         self._observed_at = -math.inf  # our monotonic time when that spec last changed
+        self._last_term: Term | None = None  # the last holder (and its leaseTransitions) read in the Lease
+        self._announced = ""  # the holder this replica, waiting, last named in the log
+        self._takeover: Takeover | None = None  # how the last attempt that was no renewal took the Lease
         self._listeners: list[Callable[[bool], None]] = []
         self._failing: str | None = None  # the last failed attempt's error, until the API answers again
         self._throttle = ServerThrottle(clock=clock)  # the last failed attempt's Retry-After
@@ -144,7 +153,7 @@ class LeaseElector:
     @property
     def holder(self) -> str | None:
         """The holder named in the Lease as last seen (None: never read, or empty)."""
-        return (self._observed or {}).get("holderIdentity") or None
+        return holder_of(self._observed) or None
 
     def add_listener(self, callback: Callable[[bool], None]) -> None:
         """Call `callback(is_leader)` on every change of leadership, from the elector's task."""
@@ -194,6 +203,7 @@ class LeaseElector:
         if lease is None:
             if self._held_by_another(now):
                 return False
+            self._note_takeover(self._observed, now, deleted=True)
             spec = self._spec(acquire_time=wall, renew_time=wall, transitions=0)
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                     "metadata": {"name": cfg.name, "namespace": cfg.namespace}, "spec": spec}
@@ -203,8 +213,10 @@ class LeaseElector:
         self._observe(lease, now)
         holder = spec.get("holderIdentity") or ""
         if holder and holder != cfg.identity and not self._expired(now):
+            self._announce_holder(spec)
             return False
         ours = holder == cfg.identity
+        self._note_takeover(spec, now)
         transitions = int(spec.get("leaseTransitions") or 0)
         new_spec = self._spec(
             acquire_time=(spec.get("acquireTime") or wall) if ours else wall,
@@ -241,7 +253,7 @@ class LeaseElector:
         renew deadline later. Created at once, the follower led beside it, both writing; waiting out the
         duration it last saw is the same wait as for a Lease that stopped changing, and the holder, if it
         lives, creates the Lease again meanwhile."""
-        holder = (self._observed or {}).get("holderIdentity") or ""
+        holder = holder_of(self._observed)
         return bool(holder) and holder != self.config.identity and not self._expired(now)
 
     def _spec(self, *, acquire_time: str, renew_time: str, transitions: int) -> JSON:
@@ -258,6 +270,27 @@ class LeaseElector:
         if spec != self._observed:
             self._observed = spec
             self._observed_at = now
+            self._last_term = term_of(spec) or self._last_term
+
+    def _announce_holder(self, spec: JSON) -> None:
+        """Name the holder once while waiting, and again only when it changes: attempts come every retry
+        period, and a line each said nothing new, while a failover read from the log needs who held the Lease and
+        until when."""
+        holder = holder_of(spec)
+        if self._leader or holder == self._announced:
+            return
+        held = f"now held by {named(holder)} (was {named(self._announced)})" if self._announced \
+            else f"held by {named(holder)}"
+        self._announced = holder
+        cfg = self.config
+        log.info("lease %s/%s: %s, %s; %s waits", cfg.namespace, cfg.name, held, renewed_until(spec), cfg.identity)
+
+    def _note_takeover(self, spec: JSON | None, now: float, *, deleted: bool = False) -> None:
+        """Keep how this attempt may take the Lease, for the line that says this replica leads (none while it
+        leads: then the attempt is a renewal)."""
+        if not self._leader:
+            self._takeover = took_over(spec, identity=self.config.identity, unchanged_for_s=now - self._observed_at,
+                                       released_by=self._last_term, deleted=deleted)
 
     def _expired(self, now: float) -> bool:
         duration = float((self._observed or {}).get("leaseDurationSeconds") or 0)
@@ -270,6 +303,7 @@ class LeaseElector:
     async def _acquire(self) -> float:
         """Try until the Lease is ours; returns when the successful attempt started."""
         cfg = self.config
+        self._announced = ""
         log.info("lease %s/%s: %s trying to acquire", cfg.namespace, cfg.name, cfg.identity)
         while True:
             started = self._clock()
@@ -294,7 +328,8 @@ class LeaseElector:
                 continue
             now = self._clock()
             if self._taken_by_other(now):
-                log.warning("lease %s/%s: now held by %s; stopping writes", cfg.namespace, cfg.name, self.holder)
+                log.warning("lease %s/%s: now held by %s; stopping writes", cfg.namespace, cfg.name,
+                            named(self.holder or ""))
                 return
             if now - last_renewed >= cfg.renew_deadline_s:
                 log.warning("lease %s/%s: not renewed within %.1f s; stopping writes", cfg.namespace, cfg.name,
@@ -330,8 +365,11 @@ class LeaseElector:
             return
         self._leader = leader
         cfg = self.config
-        log.info("lease %s/%s: %s %s", cfg.namespace, cfg.name, cfg.identity,
-                 "became the leader" if leader else "stopped leading")
+        if leader:
+            took = self._takeover or Takeover(logging.INFO, "")
+            log.log(took.level, "lease %s/%s: %s became the leader%s", cfg.namespace, cfg.name, cfg.identity, took.how)
+        else:
+            log.info("lease %s/%s: %s stopped leading", cfg.namespace, cfg.name, cfg.identity)
         for listener in self._listeners:
             try:
                 listener(leader)

@@ -72,6 +72,8 @@ async def test_an_oom_killed_serving_worker_hands_the_lease_over_at_the_follower
     adapters = [await start_adapter(tmp_path, i, targets, kubeconfig, *LONG_LEASE) for i in range(2)]
     try:
         leader, follower = await leader_and_follower(kube, adapters)
+        await wait_for(lambda: f"held by {leader.identity}, renewed " in follower.log.read_text(), 15,
+                       "the follower names the leader it waits for")
         mark = len(kube.requests)
         os.kill(serving_workers(leader.process.pid)[0], signal.SIGKILL)
         await wait_for(lambda: leader.process.returncode is not None, 20, "the leader's pod restarts")
@@ -80,6 +82,7 @@ async def test_an_oom_killed_serving_worker_hands_the_lease_over_at_the_follower
         assert released_by(kube.requests[mark:], leader), "the dying leader released the Lease"
         attempts = lease_reads(kube.requests[mark:], follower)
         assert attempts < EXPIRY_ATTEMPTS, f"{attempts} attempts: the follower waited for the Lease to expire"
+        assert f"became the leader, taking over the Lease {leader.identity} released" in follower.log.read_text()
     finally:
         for adapter in adapters:
             await adapter.stop(signal.SIGKILL)
@@ -99,6 +102,11 @@ async def test_an_oom_killed_leader_is_replaced_once_its_lease_expires_and_its_w
         # A killed process releases nothing: the follower took over only once the Lease had expired.
         assert not released_by(kube.requests[mark:], leader)
         assert lease_reads(kube.requests[mark:], follower) >= EXPIRY_ATTEMPTS
+        # Its log says whom it waited for, and that the Lease expired: a replica died (a WARNING).
+        said = follower.log.read_text()
+        assert f"held by {leader.identity}, renewed " in said
+        taken = f"became the leader, taking over from {leader.identity}: the Lease expired ({leader.identity} has not"
+        assert any("WARNING" in line and taken in line for line in said.splitlines()), said
         # Its serving worker does not go on serving values that no longer change: the pod's container ends.
         await wait_for(lambda: not any(running(pid) for pid in workers), 20, "the killed leader's workers exit")
     finally:

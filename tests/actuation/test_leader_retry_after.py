@@ -56,10 +56,13 @@ class LeaseCalls:
 
 
 class Replica:
-    """An elector's real `run()` on a stepped clock: each sleep moves the clock on and yields once."""
+    """An elector's real `run()` on a stepped clock: each sleep moves the clock on, lets the rest of the world
+    (`on_sleep`, given the clock: another replica's Lease writes) act at that moment, and yields once."""
 
-    def __init__(self, client: KubeClient, identity: str, clock: SteppedClock) -> None:
+    def __init__(self, client: KubeClient, identity: str, clock: SteppedClock,
+                 on_sleep: Callable[[float], None] = lambda now: None) -> None:
         self.clock = clock
+        self._on_sleep = on_sleep
         self.store = LeaseCalls(client, clock)
         config = LeaseConfig(namespace="ml", name="modelmesh-autoscaler", identity=identity,
                              lease_duration_s=LEASE_S, renew_deadline_s=RENEW_S, retry_period_s=RETRY_S)
@@ -71,6 +74,7 @@ class Replica:
 
     async def _sleep(self, seconds: float) -> None:
         self.clock.advance(seconds)
+        self._on_sleep(self.clock.now)
         await asyncio.sleep(0.001)  # the API server's turn
 
     def start(self) -> None:
