@@ -88,7 +88,7 @@ def took_over(spec: JSON | None, *, identity: str, unchanged_for_s: float, relea
             return Takeover(logging.INFO, f", taking over the Lease {named(released_by.holder)} released")
         return Takeover(logging.INFO, ", taking over a released Lease")
     shown = named(holder)
-    lapse = (f"{shown} has not renewed it for {unchanged_for_s:.1f} s, past its leaseDurationSeconds of "
+    lapse = (f"not renewed for {unchanged_for_s:.1f} s, past its leaseDurationSeconds of "
              f"{spec.get('leaseDurationSeconds')}; last renewTime {spec.get('renewTime') or 'not set'}")
     if deleted:
         return Takeover(logging.WARNING, f", creating the Lease again: it was deleted while {shown} held it ({lapse})")

@@ -105,7 +105,7 @@ async def test_an_oom_killed_leader_is_replaced_once_its_lease_expires_and_its_w
         # Its log says whom it waited for, and that the Lease expired: a replica died (a WARNING).
         said = follower.log.read_text()
         assert f"held by {leader.identity}, renewed " in said
-        taken = f"became the leader, taking over from {leader.identity}: the Lease expired ({leader.identity} has not"
+        taken = f"became the leader, taking over from {leader.identity}: the Lease expired (not renewed for "
         assert any("WARNING" in line and taken in line for line in said.splitlines()), said
         # Its serving worker does not go on serving values that no longer change: the pod's container ends.
         await wait_for(lambda: not any(running(pid) for pid in workers), 20, "the killed leader's workers exit")

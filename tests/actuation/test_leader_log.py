@@ -104,7 +104,7 @@ async def test_a_follower_names_each_holder_once_and_the_expired_one_it_takes_ov
         ("INFO", f"{LEASE}: now held by replica-c (was replica-a), renewed 2026-12-07T05:00:20.500000Z: expires "
                  "2026-12-07T05:00:35.500000Z unless renewed (leaseDurationSeconds 15); replica-b waits"),
         ("WARNING", f"{LEASE}: replica-b became the leader, taking over from replica-c: the Lease expired "
-                    "(replica-c has not renewed it for 16.0 s, past its leaseDurationSeconds of 15; last renewTime "
+                    "(not renewed for 16.0 s, past its leaseDurationSeconds of 15; last renewTime "
                     "2026-12-07T05:00:30.500000Z)"),
     ]
 
@@ -147,7 +147,7 @@ async def test_a_follower_that_creates_a_deleted_lease_again_names_the_holder_it
 
     assert log.lines()[-1] == (
         "WARNING", f"{LEASE}: replica-b became the leader, creating the Lease again: it was deleted while replica-a "
-                   "held it (replica-a has not renewed it for 16.0 s, past its leaseDurationSeconds of 15; last "
+                   "held it (not renewed for 16.0 s, past its leaseDurationSeconds of 15; last "
                    "renewTime 2026-12-07T05:00:02.000000Z)")
 
 
