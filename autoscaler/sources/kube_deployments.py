@@ -43,6 +43,7 @@ from autoscaler.kube.watch_health import LoopHealth, Watched, WatchHealth
 from autoscaler.log_lists import added_and_removed
 from autoscaler.model import RuntimeKey
 from autoscaler.names import SERVINGRUNTIME_DEPLOYMENT_PREFIX
+from autoscaler.source_problems import HPA_HOLDS
 from autoscaler.sources.kube_objects import (
     RuntimeRecord,
     deployment_key,
@@ -265,7 +266,8 @@ class DeploymentResync:
                 self._guard.unexpected(error, failures, where=f"in {scope_name(scope)}")
             elif scope not in self.failing:
                 log.warning("Kubernetes discovery: cannot read runtime Deployments in %s, keeping its runtimes as "
-                            "last read; they hold their values until it recovers: %s", scope_name(scope), error)
+                            "last read; they are unknown (503) until it recovers, the HPA %s: %s", scope_name(scope),
+                            HPA_HOLDS, error)
         for scope in self.failing.keys() - errors.keys():
             log.info("Kubernetes discovery: runtime Deployments in %s readable again", scope_name(scope))
             self._guard.works(failures, where=f"in {scope_name(scope)}")

@@ -32,7 +32,7 @@ from autoscaler.kube.paths import PODS, collection_endpoint
 from autoscaler.kube.raw import JSON, Scope, scope_name
 from autoscaler.kube.watch_health import LoopHealth, Watched, WatchHealth
 from autoscaler.kube.watch_news import ScopeLine, flushed_when_stopped, watch_news
-from autoscaler.source_problems import PODS_UNKNOWN
+from autoscaler.source_problems import HPA_HOLDS, PODS_UNKNOWN
 from autoscaler.sources.kube_objects import (
     MODELMESH_NAME_LABEL,
     PodRecord,
@@ -55,10 +55,12 @@ RuntimeName = tuple[str, str]
 
 BROKEN = ScopeLine(
     "autoscaler.sources.kube_pods", logging.WARNING,
-    "Kubernetes discovery: pod watch of {scope} broken, keeping last inventory; its runtimes hold their values "
-    "until it recovers: {detail}",
-    "Kubernetes discovery: pod watches of {count} namespaces broken, keeping last inventory; their runtimes hold "
-    "their values until they recover: {scopes} (e.g. {scope}: {detail})")
+    "Kubernetes discovery: pod watch of {scope} broken, keeping last inventory; its runtimes are unknown (503) until "
+    f"it recovers, the HPA {HPA_HOLDS}: {{detail}}",
+    "Kubernetes discovery: pod watches of {count} namespaces broken, keeping last inventory; their runtimes are "
+    f"unknown (503) until they recover, the HPA {HPA_HOLDS}: {{scopes}} (e.g. {{scope}}: {{detail}})")
+"""What its runtimes get is said as it is (`source_problems.DISCOVERY_OUTCOME`): it said they "hold their values",
+which read as served, able to rise, while every value was 503 and scale-ups were blocked too."""
 NOT_YET = ScopeLine(
     "autoscaler.sources.kube_pods", logging.WARNING,
     "Kubernetes discovery: pod watch of {scope} failing since the start, no inventory of it yet: its runtimes are not "
