@@ -1,0 +1,38 @@
+"""operations.md says what a runtime gets while pod discovery is out of date for its namespace, as the adapter does
+and says it: every value unknown (503), the HPA holding its replicas (no scale-up, no scale-down), the 503 naming pod
+discovery. It said the runtime's values "are held" (and a 503 "metric source down"), as if they were served and could
+still rise, while a scale-up was blocked as much as a scale-down."""
+
+from __future__ import annotations
+
+from autoscaler.policies.decision import DISCOVERY_DOWN
+from tests.test_docs_repo_paths import REPO
+
+OPERATIONS = (REPO / "docs" / "operations.md").read_text()
+FLAT = " ".join(OPERATIONS.split())
+
+
+def section(title: str) -> str:
+    """The text of the section headed `title`, to the next heading of any level, on one line."""
+    start = OPERATIONS.index(f"\n### {title}\n")
+    end = OPERATIONS.find("\n#", start + 1)
+    return " ".join(OPERATIONS[start:end].split())
+
+
+def test_the_503_section_names_pod_discovery_in_the_adapters_words() -> None:
+    text = section("A 503, and what it means")
+    head = DISCOVERY_DOWN.split(" (")[0]
+    assert f'**"{head}' in text, head
+
+
+def test_debug_says_a_runtime_of_a_namespace_out_of_date_is_unknown_not_held() -> None:
+    text = section("/debug/runtimes: why the adapter decided what it did")
+    start = text.index("While pod discovery's pod watch or Deployment read")
+    passage = text[start:start + 400]
+    assert "values are held" not in passage, passage
+    assert "unknown (503)" in passage and "no scale-up, no scale-down" in passage, passage
+
+
+def test_a_namespace_bound_late_answers_in_the_adapters_words() -> None:
+    assert "their values answer 503 \"metric source down\"" not in FLAT
+    assert f"their values answer 503 \"{DISCOVERY_DOWN.split(' (')[0]}" in FLAT
