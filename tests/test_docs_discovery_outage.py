@@ -5,6 +5,7 @@ still rise, while a scale-up was blocked as much as a scale-down."""
 
 from __future__ import annotations
 
+from autoscaler.kube.backoff import UNANSWERED_MAX_S
 from autoscaler.policies.decision import DISCOVERY_DOWN
 from tests.test_docs_repo_paths import REPO
 
@@ -36,3 +37,14 @@ def test_debug_says_a_runtime_of_a_namespace_out_of_date_is_unknown_not_held() -
 def test_a_namespace_bound_late_answers_in_the_adapters_words() -> None:
     assert "their values answer 503 \"metric source down\"" not in FLAT
     assert f"their values answer 503 \"{DISCOVERY_DOWN.split(' (')[0]}" in FLAT
+
+
+def test_the_watches_section_says_how_soon_discovery_is_back_after_an_api_outage() -> None:
+    """The pod watch and the Deployment resync wait at most `UNANSWERED_MAX_S` between tries the API server never
+    answers; the section said they back off to about 30 s, which after an outage held every runtime at 503 up to
+    half a minute longer."""
+    text = section("The Kubernetes API: throttling, tokens, watches")
+    start = text.index("**An API server outage.**")
+    passage = text[start:start + 900]
+    assert f"about {UNANSWERED_MAX_S:g} s" in passage, passage
+    assert "503" in passage and "pod discovery" in passage, passage

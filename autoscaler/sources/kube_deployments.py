@@ -35,6 +35,7 @@ from typing import Any
 
 from kubernetes.aio.client import ApiClient
 
+from autoscaler.kube.backoff import unanswered
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.paths import DEPLOYMENTS, collection_endpoint, deployment_endpoint
 from autoscaler.kube.raw import Scope, read_json, scope_name
@@ -78,6 +79,7 @@ class DeploymentResync:
         reread_interval_s: float = 2.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         health: WatchHealth | None = None,
+        unanswered_backoff: Callable[[int], float] | None = None,
     ) -> None:
         """`client` returns the started API client (it raises `KubeApiError` when there is none).
 
@@ -87,6 +89,8 @@ class DeploymentResync:
         `on_change()` is called whenever `runtimes` changed. `reread_interval_s` paces the reads by name that
         `reread` asks for. `sleep` waits between reads (tests record the waits instead). `health` counts each
         namespace's failed resync by its cause (the adapter's metrics; the reads by name are left to the resync).
+        `unanswered_backoff(n)`, where given, replaces `backoff(n)` after a resync whose every failure the API
+        server never answered (`autoscaler.kube.backoff.UNANSWERED_MAX_S`): back within seconds of its return.
         """
         self._client = client
         self._static = tuple(static)
@@ -97,6 +101,8 @@ class DeploymentResync:
         self._request_timeout_s = request_timeout_s
         self._guard = RetryGuard(backoff, log=log, name="Kubernetes discovery: the resync of runtime Deployments")
         """The backoff cannot end the resync loop (`autoscaler.kube.retry_guard`)."""
+        self._unanswered = None if unanswered_backoff is None else RetryGuard(
+            unanswered_backoff, log=log, name="Kubernetes discovery: the resync of runtime Deployments")
         self._on_change = on_change
         self._sleep = sleep
         self._health = None if health is None else LoopHealth(health, Watched.DEPLOYMENTS)
@@ -248,7 +254,10 @@ class DeploymentResync:
                 # than the resync.
                 retry_after = max((error.retry_after_s or 0.0 for error in errors.values()
                                    if isinstance(error, KubeApiError)), default=0.0)
-                delay = min(self._guard.wait(failures, retry_after), self._resync_interval_s)
+                guard = self._guard
+                if self._unanswered is not None and all(map(unanswered, errors.values())):
+                    guard = self._unanswered  # the API server never answered: trying again costs it nothing
+                delay = min(guard.wait(failures, retry_after), self._resync_interval_s)
             else:
                 failures = 0
                 delay = self._resync_interval_s

@@ -91,17 +91,20 @@ class PodWatch:
         on_runtime_pods: Callable[[str, str, bool], None] | None = None,
         health: WatchHealth | None = None,
         on_deletion_cost: Callable[[str, str, str | None], None] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        unanswered_backoff: Callable[[int], float] | None = None,
     ) -> None:
         """`client` returns the started API client (it raises `KubeApiError` when there is none).
 
         `request_timeout_s` bounds the list; `watch_timeout_s` is the server-side `timeoutSeconds` of one
         watch request, which the client-side limit exceeds by `request_timeout_s`. `backoff(n)` is the pause
-        after the n-th failure in a row. `on_change()` is called whenever `pods` changed.
+        after the n-th failure in a row, `unanswered_backoff(n)` where the API server never answered
+        (`ListWatch`). `on_change()` is called whenever `pods` changed.
         `on_runtime_pods(namespace, deployment, present)` is called when a runtime's live pods go to none
         (`present` False) or up from none (True). `on_deletion_cost(namespace, pod, annotation)` is called with
         each pod listed and each ADDED or MODIFIED event (the writer's echo, `DeletionCostEvents`). `health`
         counts the watch's failures and says whether it is open
-        (the adapter's metrics).
+        (the adapter's metrics). `sleep` waits between attempts (tests play the waits on a clock of their own).
         """
         self.scope = scope
         self.pods: dict[PodName, PodRecord] = {}
@@ -135,8 +138,8 @@ class PodWatch:
             on_list=self._replace, on_event=self._apply_event, on_synced=self._synced, on_failure=self._failed,
             on_works=self._works, backoff=backoff, request_timeout_s=request_timeout_s, watch_timeout_s=watch_timeout_s,
             filters={"label_selector": label_selector}, list_from_cache=True,
-            log=log, name=f"Kubernetes discovery: pod watch of {scope_name(scope)}",
-            health=None if health is None else LoopHealth(health, Watched.PODS),
+            log=log, name=f"Kubernetes discovery: pod watch of {scope_name(scope)}", sleep=sleep,
+            health=None if health is None else LoopHealth(health, Watched.PODS), unanswered_backoff=unanswered_backoff,
         )
 
     async def run(self, first_attempt: asyncio.Event) -> None:
