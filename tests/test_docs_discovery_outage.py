@@ -48,3 +48,10 @@ def test_the_watches_section_says_how_soon_discovery_is_back_after_an_api_outage
     passage = text[start:start + 900]
     assert f"about {UNANSWERED_MAX_S:g} s" in passage, passage
     assert "503" in passage and "pod discovery" in passage, passage
+
+
+def test_the_namespaced_upgrade_quotes_the_503_the_old_replicas_answer() -> None:
+    start = FLAT.index("the old replicas, which read every namespace, are refused (403)")
+    passage = FLAT[start:start + 300]
+    assert "metric source down" not in passage and "pod discovery out of date" in passage, passage
+    assert "no scale-up, no scale-down" in passage, passage
