@@ -102,6 +102,10 @@ class RuntimeSnapshot:
     pods: tuple[PodSample, ...]
     taken_at: float
     source_ok: bool = True
+    discovery_ok: bool = True
+    """False while pod discovery is out of date for the runtime's namespace (the Kubernetes API's pod watch or
+    Deployment read failing), which `source_ok` is False for too: the decision then says so, not "metric source
+    down", since the exporters (or Prometheus) may answer all the while and an operator sent to them finds nothing."""
     replicas: int | None = None
     annotations: dict[str, str] = field(default_factory=dict)
     uid: str | None = None

@@ -6,7 +6,7 @@ discovery reads that Deployment by name and watches the pods of its namespace. A
 left out of `--namespaces` was therefore half-served without a word: its values answered, but its HPA's
 minReplicas/maxReplicas were never read and the bridge never copied its RuntimeScale into its ServingRuntime,
 so the HPA's decisions went nowhere. Under the namespaced RBAC overlay, which grants the adapter only the
-namespaces in `--namespaces`, its pod list is refused (403) and its values are held for good.
+namespaces in `--namespaces`, its pod list is refused (403) and its values are unknown (503) for good.
 
 Warned, not widened: the HPA watch and the bridge are not extended to that namespace, since the bridge writes
 ServingRuntimes there and `--namespaces` is where an operator says (and the namespaced overlay binds) where the
@@ -56,7 +56,8 @@ def runtimes_outside_namespaces(settings: ServeSettings, runtimes: Iterable[Runt
     return (f"{config} names {named} {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
             f"not in {setting}: {its} pods are watched and {its} values served, but "
             f"{lacks}; under the namespaced RBAC overlay (manifests/examples/namespaced), with no RoleBinding in "
-            f"{', '.join(missing)}, {its} pods are refused (403) and {its} values held. Add {','.join(missing)} to "
+            f"{', '.join(missing)}, {its} pods are refused (403) and {its} values unknown (503), the HPA holding "
+            f"{its} replicas (no scale-up, no scale-down). Add {','.join(missing)} to "
             f"{flag} (with a RoleBinding in each namespace added, under the namespaced overlay), or remove "
             f"{'the runtime' if one else 'these runtimes'} from {settings.config}")
 

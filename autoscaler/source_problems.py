@@ -21,15 +21,22 @@ REASON_DISCOVERY: Final = "discovery"
 REASON_GARBAGE: Final = "garbage"
 """A value or an answer that is no usable reading (NaN, infinite, negative, or a ModelMesh reading missing from an
 exporter's answer): counted by both sources under this reason; the exporter answered, so nothing backs off."""
+HPA_HOLDS: Final = "holding their replicas (no scale-up, no scale-down)"
+"""What the HPA does while a runtime's values are unknown (503), as discovery's lines say it."""
+DISCOVERY_OUTCOME: Final = ("every value of the runtime is unknown (503) until it recovers, so the HPA holds its "
+                            "replicas (no scale-up, no scale-down)")
+"""What an out-of-date discovery does to a runtime, as /debug and the log lines say it: its snapshots are
+`source_ok=False`, which the decision serves as unknown. It said "values cannot fall until it recovers", as if
+values were served held and could still rise: every value was 503, scale-ups blocked too."""
 DISCOVERY_DETAIL: Final = ("pod discovery is out of date (the Kubernetes API unreachable, or this namespace's pod "
-                           "watch or Deployment read failing, e.g. refused by RBAC); values cannot fall until it "
-                           "recovers: the adapter's log has its error ('Kubernetes discovery: ...')")
+                           f"watch or Deployment read failing, e.g. refused by RBAC); {DISCOVERY_OUTCOME}: the "
+                           "adapter's log has its error ('Kubernetes discovery: ...')")
 
 
 PODS_UNKNOWN: Final = "the pods of {scope} are unknown: "
 """How a pod watch's error (`DiscoveryErrors`) starts while no list of it ever worked: there is no inventory to be
-out of date and no value to hold, so `DiscoveryOutage` says it as it is, not as `pod discovery is out of date (...);
-values cannot fall until it recovers`."""
+out of date and no value to keep, so `DiscoveryOutage` says it as it is, not as `pod discovery is out of date
+(...); every value of the runtime is unknown (503) until it recovers`."""
 
 
 def pods_unknown(detail: str) -> bool:
@@ -155,8 +162,7 @@ class DiscoveryOutage:
         errors = [error for where, error in self._errors if where is None or where == namespace]
         mine = "; ".join(errors)
         if errors and all(pods_unknown(error) for error in errors):
-            detail = mine  # nothing listed yet: nothing is out of date, no value held
+            detail = mine  # nothing listed yet: nothing is out of date, no value kept
         else:
-            detail = (f"pod discovery is out of date ({mine}); values cannot fall until it recovers" if mine else
-                      DISCOVERY_DETAIL)
+            detail = f"pod discovery is out of date ({mine}); {DISCOVERY_OUTCOME}" if mine else DISCOVERY_DETAIL
         return (SourceProblem(REASON_DISCOVERY, detail, since),)

@@ -62,3 +62,13 @@ def test_a_namespace_given_by_its_variable_is_named_as_written() -> None:
     warning = runtimes_outside_namespaces(settings, [RuntimeKey("team-c", "modelmesh-serving-triton")])
     assert warning is not None
     assert "is not in AUTOSCALER_NAMESPACES=team-a:" in warning and "Add team-c to AUTOSCALER_NAMESPACES" in warning
+
+
+def test_what_a_refused_namespace_does_to_its_runtime_is_said_as_it_is() -> None:
+    """Its pods refused from the start, the runtime is not served at all: the HPA holds, and cannot scale up
+    either. It said the runtime's "values held", as if served and able to rise."""
+    settings = ServeSettings(namespaces=("team-a",), config=Path("policy.yaml"))
+    warning = runtimes_outside_namespaces(settings, [RuntimeKey("team-c", "modelmesh-serving-triton")])
+    assert warning is not None
+    assert ("its pods are refused (403) and its values unknown (503), the HPA holding its replicas (no scale-up, "
+            "no scale-down)") in warning, warning

@@ -37,7 +37,7 @@ from autoscaler.api.unaddressed import without_addresses
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeView
 from autoscaler.names import ServedMetric
-from autoscaler.policies.decision import SOURCE_DOWN
+from autoscaler.policies.decision import NOT_SERVED_CAUSES
 from autoscaler.policies.signals import FRESH, SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_REQUESTS
 
 NO_GPU_SIGNAL: Final = (
@@ -95,7 +95,7 @@ def lasting_cause(view: RuntimeView, metric: ServedMetric | None = None,
 
 def _modelmesh_never_read(view: RuntimeView, source: SourceState | None = None) -> str | None:
     """The cause where no Ready pod's load data was ever read, the source answering; else None."""
-    if view.reason.startswith(SOURCE_DOWN) or view.scaled_to_zero:
+    if view.reason.startswith(NOT_SERVED_CAUSES) or view.scaled_to_zero:
         return None
     ready = [pod for pod in view.pods if pod.ready]
     if not ready or any(pod.age_s is not None for pod in ready):

@@ -15,6 +15,7 @@ import math
 import random
 import time
 from collections.abc import Callable
+from typing import Final
 
 from autoscaler.kube.errors import KubeApiError
 
@@ -29,6 +30,21 @@ def retry_delay(failures: int, initial_s: float, cap_s: float, draw: float, retr
     caller's injectable random source); never sooner than the server's `Retry-After`."""
     delay = exponential_delay(failures, initial_s, cap_s)
     return max(delay / 2 + delay / 2 * draw, retry_after_s or 0.0)
+
+
+UNANSWERED_MAX_S: Final = 4.0
+"""The longest wait (before jitter) of a list + watch loop or a read after failures the API server never answered
+(`unanswered`), where the owner's own cap is longer: pod discovery's 30 s cap, client-go's reflector's, had its
+runtimes answer 503 for up to 36 s after the API server was back (20 to 27 s after a 40 s outage). Such a retry
+costs the server nothing (no connection, or one it never answered), and one every 4 s from each loop of two
+replicas is no load; an answered failure (a 5xx, a 403) still backs off to the owner's cap, and a 429's Retry-After
+is waited whatever this says."""
+
+
+def unanswered(error: BaseException) -> bool:
+    """Whether `error` is a Kubernetes API call the server never answered: connection refused or reset, a timeout,
+    TLS, a stream dropped (`KubeApiError.status` None). Not an error of the adapter's own code."""
+    return isinstance(error, KubeApiError) and error.status is None
 
 
 def spread_delay(failures: int, initial_s: float, cap_s: float) -> float:

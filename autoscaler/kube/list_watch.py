@@ -16,7 +16,8 @@ wake-ups all run on it.
   second from each loop, not one per round trip; `health` reads it closed meanwhile. From the second in a row since
   a watch last worked, each is also a failure told (`on_failure`, `health` as `no_answer`; `_very_short`), as the
   reflector warns of each: a proxy ending every stream at once was otherwise closed nearly all the time, unsaid.
-- Any other failure: wait `backoff(n)` (the n-th failure in a row), never less than the server's `Retry-After` (a
+- Any other failure: wait `backoff(n)` (the n-th failure in a row; `unanswered_backoff(n)` where the owner gives
+  one and the server never answered, `backoff.UNANSWERED_MAX_S`), never less than the server's `Retry-After` (a
   429 from API Priority and Fairness: client-go's REST client waits that long too), and resume the watch from the
   last version seen, or list when there was none yet. The count starts again once a watch worked: it had been
   open `SHORT_WATCH_S` or had carried an event (a BOOKMARK too). (The reflector's rule is not this one: it backs
@@ -64,6 +65,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any, Final
 
+from autoscaler.kube.backoff import unanswered
 from autoscaler.kube.errors import KubeApiError, WatchExpiredError
 from autoscaler.kube.raw import JSON, Endpoint, Scope, describe, open_stream, read_json, scope_name, status_error
 from autoscaler.kube.retry_guard import RetryGuard
@@ -134,6 +136,7 @@ class ListWatch:
         name: str,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         health: LoopHealth | None = None,
+        unanswered_backoff: Callable[[int], float] | None = None,
     ) -> None:
         """`endpoint` is the generated list method of the resource in the scope (`autoscaler.kube.raw.Endpoint`);
         `filters` (e.g. `label_selector`) go with every list and watch.
@@ -142,7 +145,10 @@ class ListWatch:
         which the client-side limit exceeds by `request_timeout_s`: it only catches a server that stopped
         talking. `name` is how `log` calls this loop (expiries at INFO, unexpected errors with a traceback).
         `sleep` waits between attempts (tests record the waits instead). `health` is told of each failure, by
-        its cause, and of whether the watch is open (`autoscaler.kube.watch_health`): the adapter's metrics."""
+        its cause, and of whether the watch is open (`autoscaler.kube.watch_health`): the adapter's metrics.
+        `unanswered_backoff(n)`, where given, is the wait after the n-th failure in a row that the API server never
+        answered (`backoff.unanswered`; not a short-lived watch's throttle): the owner's shorter one, so that the
+        loop is back within seconds of an API server's return (`backoff.UNANSWERED_MAX_S`)."""
         self.resource = resource
         self.scope = scope
         self._endpoint = endpoint
@@ -152,6 +158,8 @@ class ListWatch:
         self._on_works = on_works
         self._guard = RetryGuard(backoff, log=log, name=name, on_failure=on_failure)
         """Neither the owner's backoff nor its failure handler can end the loop (`autoscaler.kube.retry_guard`)."""
+        self._unanswered = None if unanswered_backoff is None else RetryGuard(unanswered_backoff, log=log, name=name)
+        """The same for the wait after a failure the API server never answered, where the owner has one."""
         self._request_timeout_s = request_timeout_s
         self._watch_timeout_s = watch_timeout_s
         self._filters = dict(filters or {})
@@ -228,7 +236,10 @@ class ListWatch:
                 self._guard.tell_failure(error, failures)
                 retry_after = error.retry_after_s if isinstance(error, KubeApiError) else None
                 throttle, self._throttle = self._throttle, 0
-                await self._sleep(self._guard.wait(max(failures, throttle), retry_after))
+                guard = self._guard
+                if not throttle and self._unanswered is not None and unanswered(error):
+                    guard = self._unanswered  # no answer: retried within seconds, so back soon after the server is
+                await self._sleep(guard.wait(max(failures, throttle), retry_after))
 
     def _very_short(self) -> None:
         """A watch ended cleanly within `SHORT_WATCH_S` with nothing in it, the second or more in a row since one

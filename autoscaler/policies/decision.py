@@ -126,6 +126,18 @@ _MAY_RISE_UNREADY: Final = "a pod not Ready held as missing data (its own line s
 """Why a value is held where every Ready pod is fresh and the hold is a pod not Ready's (`unready_pods`)."""
 SOURCE_DOWN: Final = "metric source down"
 """How every reason of a refresh whose source failed begins: the cause first (logs, /debug, 503 messages)."""
+DISCOVERY_DOWN: Final = ("pod discovery out of date (the Kubernetes API's pod watch or Deployment read of the "
+                         "runtime's namespace fails; its pods' metrics are still read)")
+"""How the reason begins instead while pod discovery is out of date for the runtime's namespace
+(`RuntimeSnapshot.discovery_ok`): the exporters (or Prometheus) may all answer meanwhile, and "metric source down"
+sent an operator to them."""
+NOT_SERVED_CAUSES: Final = (SOURCE_DOWN, DISCOVERY_DOWN)
+"""The causes a reason begins with where nothing about the pods decides it (`reason.startswith(...)`)."""
+
+
+def down_cause(snapshot: RuntimeSnapshot) -> str:
+    """Why a snapshot with `source_ok` False is not served: pod discovery out of date, else the metric source."""
+    return SOURCE_DOWN if snapshot.discovery_ok else DISCOVERY_DOWN
 
 _ALL_SIGNALS: Final = frozenset(SIGNALS)
 _WITH_MODELS: Final = frozenset((*SIGNALS, SIGNAL_MODELS))
@@ -170,7 +182,7 @@ def _reason(
 ) -> str:
     """Why values are unknown or held, in words for logs and /debug; empty when nothing is wrong."""
     if not snapshot.source_ok:
-        return f"{SOURCE_DOWN}; values unknown (503), HPA holds"
+        return f"{down_cause(snapshot)}; values unknown (503), HPA holds"
     if agg.ready == 0:
         return "no ready pods; values unknown (503), HPA holds"
     missing = agg.ready - agg.n

@@ -46,7 +46,7 @@ from dataclasses import dataclass, replace
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
-from autoscaler.policies.decision import SOURCE_DOWN, VALUE_SIGNAL, RuntimeMemory, decide
+from autoscaler.policies.decision import VALUE_SIGNAL, RuntimeMemory, decide, down_cause
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.signals import (
     ABSENT,
@@ -157,7 +157,7 @@ def decide_remembering(
                    f"or in {left:.0f} s (warmup_grace_s) with {_DESIRED.value} not below the Deployment's {floor} "
                    "replicas")
             if not snapshot.source_ok:
-                why = f"{SOURCE_DOWN}; {why}"
+                why = f"{down_cause(snapshot)}; {why}"
             state = replace(warm, misses=view.consecutive_misses, warned_no_capacity=seeded.warned_no_capacity)
             return _unserved(view, why, "the RuntimeScales are listed"), None, state
         view = replace(view, reason="; ".join(part for part in (ASK_UNREAD, view.reason) if part))
@@ -172,8 +172,8 @@ def decide_remembering(
         unseen = f"warming up: the adapter has no memory of this runtime and {_unseen(view, failures)}"
         why = f"{unseen}; served once every ready pod is fresh, or {grace}"
         if not snapshot.source_ok:  # the cause, first, and nothing is served while it lasts, grace or not
-            why = (f"{SOURCE_DOWN}; values unknown (503) until it answers; {unseen}; once it answers, served when "
-                   f"every ready pod is fresh, or, once warmup_grace_s has passed (in {left:.0f} s), with "
+            why = (f"{down_cause(snapshot)}; values unknown (503) until it answers; {unseen}; once it answers, "
+                   f"served when every ready pod is fresh, or, once warmup_grace_s has passed (in {left:.0f} s), with "
                    f"{_DESIRED.value} not below the current {floor} replicas")
         state = replace(warm, misses=view.consecutive_misses, warned_no_capacity=seeded.warned_no_capacity)
         return _unserved(view, why), None, state

@@ -72,15 +72,17 @@ class RuntimeInventory:
     """Its Deployment is being deleted (`RuntimeSnapshot.deleting`)."""
 
     def snapshot(self, pods: tuple[PodSample, ...], taken_at: float, source_ok: bool,
-                 models_unread: bool) -> RuntimeSnapshot:
+                 models_unread: bool, discovery_ok: bool = True) -> RuntimeSnapshot:
         """The refresh's snapshot of this runtime, with what discovery says of it (replicas, annotations, uid,
-        deletion): one place for every source, so that a field added to both is copied by each. The snapshot
-        gets its own copy of the annotations: what discovery does with its inventory later is not the refresh's."""
+        deletion, whether it is current: `discovery_ok`, which `source_ok` must include): one place for every
+        source, so that a field added to both is copied by each. The snapshot gets its own copy of the annotations:
+        what discovery does with its inventory later is not the refresh's."""
         return RuntimeSnapshot(
             key=self.key,
             pods=pods,
             taken_at=taken_at,
-            source_ok=source_ok,
+            source_ok=source_ok and discovery_ok,
+            discovery_ok=discovery_ok,
             replicas=self.replicas,
             annotations=dict(self.annotations),
             uid=self.uid,

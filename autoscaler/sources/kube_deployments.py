@@ -35,6 +35,7 @@ from typing import Any
 
 from kubernetes.aio.client import ApiClient
 
+from autoscaler.kube.backoff import unanswered
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.paths import DEPLOYMENTS, collection_endpoint, deployment_endpoint
 from autoscaler.kube.raw import Scope, read_json, scope_name
@@ -43,6 +44,7 @@ from autoscaler.kube.watch_health import LoopHealth, Watched, WatchHealth
 from autoscaler.log_lists import added_and_removed
 from autoscaler.model import RuntimeKey
 from autoscaler.names import SERVINGRUNTIME_DEPLOYMENT_PREFIX
+from autoscaler.source_problems import HPA_HOLDS
 from autoscaler.sources.kube_objects import (
     RuntimeRecord,
     deployment_key,
@@ -77,6 +79,7 @@ class DeploymentResync:
         reread_interval_s: float = 2.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         health: WatchHealth | None = None,
+        unanswered_backoff: Callable[[int], float] | None = None,
     ) -> None:
         """`client` returns the started API client (it raises `KubeApiError` when there is none).
 
@@ -86,6 +89,8 @@ class DeploymentResync:
         `on_change()` is called whenever `runtimes` changed. `reread_interval_s` paces the reads by name that
         `reread` asks for. `sleep` waits between reads (tests record the waits instead). `health` counts each
         namespace's failed resync by its cause (the adapter's metrics; the reads by name are left to the resync).
+        `unanswered_backoff(n)`, where given, replaces `backoff(n)` after a resync whose every failure the API
+        server never answered (`autoscaler.kube.backoff.UNANSWERED_MAX_S`): back within seconds of its return.
         """
         self._client = client
         self._static = tuple(static)
@@ -96,6 +101,8 @@ class DeploymentResync:
         self._request_timeout_s = request_timeout_s
         self._guard = RetryGuard(backoff, log=log, name="Kubernetes discovery: the resync of runtime Deployments")
         """The backoff cannot end the resync loop (`autoscaler.kube.retry_guard`)."""
+        self._unanswered = None if unanswered_backoff is None else RetryGuard(
+            unanswered_backoff, log=log, name="Kubernetes discovery: the resync of runtime Deployments")
         self._on_change = on_change
         self._sleep = sleep
         self._health = None if health is None else LoopHealth(health, Watched.DEPLOYMENTS)
@@ -247,7 +254,10 @@ class DeploymentResync:
                 # than the resync.
                 retry_after = max((error.retry_after_s or 0.0 for error in errors.values()
                                    if isinstance(error, KubeApiError)), default=0.0)
-                delay = min(self._guard.wait(failures, retry_after), self._resync_interval_s)
+                guard = self._guard
+                if self._unanswered is not None and all(map(unanswered, errors.values())):
+                    guard = self._unanswered  # the API server never answered: trying again costs it nothing
+                delay = min(guard.wait(failures, retry_after), self._resync_interval_s)
             else:
                 failures = 0
                 delay = self._resync_interval_s
@@ -265,7 +275,8 @@ class DeploymentResync:
                 self._guard.unexpected(error, failures, where=f"in {scope_name(scope)}")
             elif scope not in self.failing:
                 log.warning("Kubernetes discovery: cannot read runtime Deployments in %s, keeping its runtimes as "
-                            "last read; they hold their values until it recovers: %s", scope_name(scope), error)
+                            "last read; they are unknown (503) until it recovers, the HPA %s: %s", scope_name(scope),
+                            HPA_HOLDS, error)
         for scope in self.failing.keys() - errors.keys():
             log.info("Kubernetes discovery: runtime Deployments in %s readable again", scope_name(scope))
             self._guard.works(failures, where=f"in {scope_name(scope)}")

@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from os import PathLike
 from typing import Final
 
 from kubernetes.aio.client import ApiClient, Configuration
 
-from autoscaler.kube.backoff import spread_delay
+from autoscaler.kube.backoff import UNANSWERED_MAX_S, spread_delay
 from autoscaler.kube.config import load_kube_settings
 from autoscaler.kube.errors import KubeApiError, KubeConfigError, WatchExpiredError
 from autoscaler.kube.raw import Scope
@@ -122,6 +122,7 @@ class KubePodDiscovery:
         pod_label_selector: str = MODELMESH_SERVICE_LABEL,
         deployment_label_selector: str = MODELMESH_SERVICE_LABEL,
         health: WatchHealth | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         """Configure discovery; nothing is contacted before `start()`.
 
@@ -141,7 +142,9 @@ class KubePodDiscovery:
 
         Health is per namespace (`healthy_for`, the `PodDiscovery` contract): a namespace whose pods cannot be
         watched (RBAC) keeps its own runtimes' snapshots `source_ok=False`, not the other namespaces'.
-        `health` counts the pod watches' and the Deployment resync's failures (the adapter's metrics).
+        `health` counts the pod watches' and the Deployment resync's failures (the adapter's metrics). `sleep`
+        is how the pod watches and the Deployment resync wait between attempts (tests play the waits on a clock
+        of their own).
         """
         static = tuple(dict.fromkeys(runtimes))
         if not static and not discover:
@@ -173,7 +176,9 @@ class KubePodDiscovery:
             backoff=self._backoff,
             on_change=self._changed,
             reread_interval_s=reread_interval_s,
+            sleep=sleep,
             health=health,
+            unanswered_backoff=self._unanswered_backoff,
         )
         self._watches = tuple(
             PodWatch(
@@ -187,6 +192,8 @@ class KubePodDiscovery:
                 on_runtime_pods=self._runtime_pods,
                 health=health,
                 on_deletion_cost=self._deletion_cost_shown,
+                sleep=sleep,
+                unanswered_backoff=self._unanswered_backoff,
             )
             for scope in scopes
         )
@@ -306,6 +313,11 @@ class KubePodDiscovery:
 
     def _backoff(self, failures: int) -> float:
         return spread_delay(failures, self._backoff_initial_s, self._backoff_max_s)
+
+    def _unanswered_backoff(self, failures: int) -> float:
+        """The wait after failures the API server never answered: as `_backoff`, capped at `UNANSWERED_MAX_S`, so
+        that discovery (and the runtimes' values) is back within seconds of an outage's end."""
+        return spread_delay(failures, self._backoff_initial_s, min(self._backoff_max_s, UNANSWERED_MAX_S))
 
     def _watch_of(self, namespace: str) -> PodWatch | None:
         """The watch that sees `namespace`'s pods: its own, else the watch of all namespaces (None: not watched)."""

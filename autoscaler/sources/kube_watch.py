@@ -32,7 +32,7 @@ from autoscaler.kube.paths import PODS, collection_endpoint
 from autoscaler.kube.raw import JSON, Scope, scope_name
 from autoscaler.kube.watch_health import LoopHealth, Watched, WatchHealth
 from autoscaler.kube.watch_news import ScopeLine, flushed_when_stopped, watch_news
-from autoscaler.source_problems import PODS_UNKNOWN
+from autoscaler.source_problems import HPA_HOLDS, PODS_UNKNOWN
 from autoscaler.sources.kube_objects import (
     MODELMESH_NAME_LABEL,
     PodRecord,
@@ -55,10 +55,12 @@ RuntimeName = tuple[str, str]
 
 BROKEN = ScopeLine(
     "autoscaler.sources.kube_pods", logging.WARNING,
-    "Kubernetes discovery: pod watch of {scope} broken, keeping last inventory; its runtimes hold their values "
-    "until it recovers: {detail}",
-    "Kubernetes discovery: pod watches of {count} namespaces broken, keeping last inventory; their runtimes hold "
-    "their values until they recover: {scopes} (e.g. {scope}: {detail})")
+    "Kubernetes discovery: pod watch of {scope} broken, keeping last inventory; its runtimes are unknown (503) until "
+    f"it recovers, the HPA {HPA_HOLDS}: {{detail}}",
+    "Kubernetes discovery: pod watches of {count} namespaces broken, keeping last inventory; their runtimes are "
+    f"unknown (503) until they recover, the HPA {HPA_HOLDS}: {{scopes}} (e.g. {{scope}}: {{detail}})")
+"""What its runtimes get is said as it is (`source_problems.DISCOVERY_OUTCOME`): it said they "hold their values",
+which read as served, able to rise, while every value was 503 and scale-ups were blocked too."""
 NOT_YET = ScopeLine(
     "autoscaler.sources.kube_pods", logging.WARNING,
     "Kubernetes discovery: pod watch of {scope} failing since the start, no inventory of it yet: its runtimes are not "
@@ -89,17 +91,20 @@ class PodWatch:
         on_runtime_pods: Callable[[str, str, bool], None] | None = None,
         health: WatchHealth | None = None,
         on_deletion_cost: Callable[[str, str, str | None], None] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        unanswered_backoff: Callable[[int], float] | None = None,
     ) -> None:
         """`client` returns the started API client (it raises `KubeApiError` when there is none).
 
         `request_timeout_s` bounds the list; `watch_timeout_s` is the server-side `timeoutSeconds` of one
         watch request, which the client-side limit exceeds by `request_timeout_s`. `backoff(n)` is the pause
-        after the n-th failure in a row. `on_change()` is called whenever `pods` changed.
+        after the n-th failure in a row, `unanswered_backoff(n)` where the API server never answered
+        (`ListWatch`). `on_change()` is called whenever `pods` changed.
         `on_runtime_pods(namespace, deployment, present)` is called when a runtime's live pods go to none
         (`present` False) or up from none (True). `on_deletion_cost(namespace, pod, annotation)` is called with
         each pod listed and each ADDED or MODIFIED event (the writer's echo, `DeletionCostEvents`). `health`
         counts the watch's failures and says whether it is open
-        (the adapter's metrics).
+        (the adapter's metrics). `sleep` waits between attempts (tests play the waits on a clock of their own).
         """
         self.scope = scope
         self.pods: dict[PodName, PodRecord] = {}
@@ -133,8 +138,8 @@ class PodWatch:
             on_list=self._replace, on_event=self._apply_event, on_synced=self._synced, on_failure=self._failed,
             on_works=self._works, backoff=backoff, request_timeout_s=request_timeout_s, watch_timeout_s=watch_timeout_s,
             filters={"label_selector": label_selector}, list_from_cache=True,
-            log=log, name=f"Kubernetes discovery: pod watch of {scope_name(scope)}",
-            health=None if health is None else LoopHealth(health, Watched.PODS),
+            log=log, name=f"Kubernetes discovery: pod watch of {scope_name(scope)}", sleep=sleep,
+            health=None if health is None else LoopHealth(health, Watched.PODS), unanswered_backoff=unanswered_backoff,
         )
 
     async def run(self, first_attempt: asyncio.Event) -> None:

@@ -291,7 +291,7 @@ class PrometheusSource(SourceDefaults):
         outage = self._discovery_outage
         self._note_discovery(outage, self._discovery, inventory, now)
         snapshots = [
-            self._snapshot(runtime, answers, seen, now, backend_ok and outage.healthy(key.namespace))
+            self._snapshot(runtime, answers, seen, now, backend_ok, outage.healthy(key.namespace))
             for key, runtime in inventory.items()
         ]
         if reached and self._lookback.due(now):
@@ -411,6 +411,7 @@ class PrometheusSource(SourceDefaults):
         seen: set[PodRef],
         now: float,
         source_ok: bool,
+        discovery_ok: bool,
     ) -> RuntimeSnapshot:
         pods: list[PodSample] = []
         models_garbled = False  # a pod whose model times were all garbage
@@ -442,7 +443,7 @@ class PrometheusSource(SourceDefaults):
         # No evidence that its pods stopped reporting per-model use (`RuntimeSnapshot.models_unread`): the models
         # query failed, the answers were partial (a store Thanos could not reach), or a pod's times all garbage.
         models_unread = self._reader.models_error is not None or bool(self._reader.warnings) or models_garbled
-        return runtime.snapshot(tuple(pods), now, source_ok, models_unread)
+        return runtime.snapshot(tuple(pods), now, source_ok, models_unread, discovery_ok)
 
     def _read_pod(self, ref: PodRef, answers: Mapping[str, Mapping[PodRef, str]]) -> tuple[PodSample | None, bool]:
         """This refresh's sample of a pod, None when its freshness itself is garbage (or absent) and no GPU busy was

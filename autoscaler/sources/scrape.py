@@ -194,8 +194,8 @@ class ScrapeSource(SourceDefaults):
         for key, pod in pods:
             by_runtime[key].append(samples[key, pod.name])
         return [
-            self._with_failures(runtime.snapshot(tuple(by_runtime[key]), now, outage.healthy(key.namespace),
-                                                 key in self._models_unread))
+            self._with_failures(runtime.snapshot(tuple(by_runtime[key]), now, True, key in self._models_unread,
+                                                 outage.healthy(key.namespace)))
             for key, runtime in inventory.items()
         ]
 

@@ -3,7 +3,7 @@
 A platform team serves two namespaces (`--namespaces team-a,team-b`, the namespaced overlay) and team-b's
 RoleBinding lacks pods (or its namespace is being deleted, or the API fails for it alone): the API server refuses
 team-b's pod list and watch with RBAC's 403. Pod discovery was one flag for every namespace, so team-a's runtime
-answered 503 "metric source down" too, and nothing in the cluster could scale down. Now team-a's runtime is
+answered 503 (then "metric source down") too, and nothing in the cluster could scale down. Now team-a's runtime is
 served and falls as its smoothing allows, while team-b's holds and its /debug quotes the 403.
 
 The real `serve` over the fake Kubernetes API, real exporters on the pods' IPs, read with kubectl.
@@ -128,7 +128,7 @@ async def test_a_namespace_whose_pods_are_refused_holds_its_runtimes_only(adapte
     assert await asyncio.to_thread(values_known, url) == {SERVED: 1.0, REFUSED: 0.0}
 
     code, said = desired(kubeconfig, REFUSED)  # team-b holds: 503, pointing at its /debug
-    assert code != 0 and "metric source down" in str(said), said
+    assert code != 0 and "pod discovery out of date" in str(said) and "metric source" not in str(said), said
     assert f"/debug/runtimes/{REFUSED}/{DEPLOYMENT}" in str(said), said
     theirs = debug(kubeconfig, REFUSED)
     [problem] = [p for p in theirs["source"]["problems"] if p["reason"] == "discovery"]

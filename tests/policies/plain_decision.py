@@ -176,7 +176,10 @@ def _reason(
 ) -> str:
     """Why values are unknown or held, in words for logs and /debug; empty when nothing is wrong."""
     if not snapshot.source_ok:
-        return "metric source down; values unknown (503), HPA holds"
+        cause = "metric source down" if snapshot.discovery_ok else (
+            "pod discovery out of date (the Kubernetes API's pod watch or Deployment read of the runtime's namespace "
+            "fails; its pods' metrics are still read)")
+        return f"{cause}; values unknown (503), HPA holds"
     if agg.ready == 0:
         return "no ready pods; values unknown (503), HPA holds"
     missing = agg.ready - agg.n

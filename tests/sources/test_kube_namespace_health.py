@@ -9,6 +9,7 @@ say why in their /debug problems. The real `kubernetes.aio` client runs against 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -90,9 +91,15 @@ async def test_a_namespace_whose_pods_are_refused_holds_only_its_runtimes(
 
 
 async def test_a_namespace_whose_deployments_are_refused_holds_only_its_runtimes_as_last_read(
-        kube: FakeKubeApi, running: KubePodDiscovery) -> None:
+        kube: FakeKubeApi, running: KubePodDiscovery, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="autoscaler.sources.kube_pods")
     kube.forbid("list", "deployments", THEIRS.namespace)
     await eventually(lambda: not running.healthy_for(THEIRS.namespace))
+    # What its runtimes get said as it is: every value 503, the HPA holding (it said they held their values).
+    [line] = [said for record in caplog.records if "cannot read runtime Deployments" in (said := record.getMessage())]
+    assert line.startswith(f"Kubernetes discovery: cannot read runtime Deployments in namespace {THEIRS.namespace}, "
+                           "keeping its runtimes as last read; they are unknown (503) until it recovers, the HPA "
+                           "holding their replicas (no scale-up, no scale-down): "), line
     kube.set_replicas(MINE.namespace, MINE.deployment, 3)
     kube.set_replicas(THEIRS.namespace, THEIRS.deployment, 3)
 

@@ -79,6 +79,7 @@ async def test_an_api_server_restart_breaking_thirty_watches_is_two_lines(
     assert len(lines) == 2, lines
     broken, established = lines
     assert broken.startswith(f"Kubernetes discovery: pod watches of {len(TENANTS)} namespaces broken, keeping last "
-                             "inventory; their runtimes hold their values until they recover: ")
+                             "inventory; their runtimes are unknown (503) until they recover, the HPA holding their "
+                             "replicas (no scale-up, no scale-down): ")
     assert established.startswith(f"Kubernetes discovery: pod watches of {len(TENANTS)} namespaces established: ")
     assert max(map(len, lines)) < LONGEST_LINE

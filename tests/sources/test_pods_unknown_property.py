@@ -1,6 +1,6 @@
 """/debug's discovery problem of a namespace: "its pods are unknown" only while every error about it says so (no
 list of its pods ever worked); any other error (a Deployment read, a watch that had listed) is an outage of what
-was known, said as out of date with its values held."""
+was known, said as out of date, every value of its runtimes unknown (503) until it recovers."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ def test_pods_are_said_unknown_exactly_when_every_error_of_the_namespace_says_so
     [problem] = outage.problems(NS)
     mine = [error for where, error in errors if where in (None, NS)]
     if mine and all(error == UNKNOWN for error in mine):  # (30 random characters never start as UNKNOWN does)
-        assert "values cannot fall" not in problem.detail and problem.detail.startswith("the pods of "), errors
+        assert "until it recovers" not in problem.detail and problem.detail.startswith("the pods of "), errors
     else:
-        assert "values cannot fall" in problem.detail, errors
+        assert problem.detail.startswith("pod discovery is out of date"), errors
+        assert "unknown (503) until it recovers" in problem.detail, errors

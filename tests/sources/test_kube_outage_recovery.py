@@ -1,0 +1,103 @@
+"""After an outage of the Kubernetes API, pod discovery is current again within a few seconds of the API's return,
+and it still backs off while the API is down.
+
+Before, the pod watch and the Deployment resync backed off 0.5 s doubling to 30 s (±20%) whatever the failure: after a
+40 s outage they tried again some 20 to 27 s after the API was back, and every runtime answered 503 all that while,
+its exporters healthy. A failure where the API server never answered (connection refused, a timeout) costs it
+nothing to retry, so those back off to a few seconds only; an answered failure (a 5xx, a 403, a 429's Retry-After)
+backs off as before.
+
+The waits are played on a clock of the test's own (`Waits`), in the order they fall due: no wall-clock window.
+The API is the fake's, down (`pause`) once discovery is current, until the outage's end, as an API server restart is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from collections.abc import AsyncIterator
+
+import pytest
+from kubernetes.aio.client import Configuration
+
+from autoscaler.model import RuntimeKey
+from autoscaler.sources.kube_pods import KubePodDiscovery
+from tests.fakes.kube import FakeKubeApi
+from tests.support.waiting import eventually
+
+KEY = RuntimeKey("modelmesh-serving", "modelmesh-serving-triton")
+LOOPS = 2
+"""The loops that wait between attempts: the namespace's pod watch and the Deployment resync."""
+PROMPT_S = 5.0
+"""How soon after the API's return discovery is current again: the longest wait after a failure with no answer
+(4 s, +20% of jitter)."""
+
+
+class Waits:
+    """Every loop's pending wait, ended in the order they fall due as the test says (`wake_next`)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.pending: list[tuple[float, int, asyncio.Future[None]]] = []
+        self.woken = 0
+        self._order = itertools.count()
+
+    async def sleep(self, seconds: float) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self.pending, (self.now + seconds, next(self._order), future))
+        await future
+
+    def next_due(self) -> float:
+        return self.pending[0][0]
+
+    def wake_next(self) -> None:
+        due, _, future = heapq.heappop(self.pending)
+        self.now = max(self.now, due)
+        self.woken += 1
+        future.set_result(None)
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[FakeKubeApi]:
+    async with FakeKubeApi() as server:
+        server.add_modelmesh_runtime(KEY.namespace, KEY.deployment, replicas=1, ready_pods=1)
+        yield server
+
+
+@pytest.mark.parametrize("outage_s", [40.0, 300.0])
+async def test_discovery_is_current_again_within_seconds_of_the_api_s_return(kube: FakeKubeApi,
+                                                                             outage_s: float) -> None:
+    waits = Waits()
+    settings = Configuration()
+    settings.host = kube.url
+    discovery = KubePodDiscovery(settings, runtimes=[KEY], discover=False, request_timeout_s=2.0,
+                                 start_timeout_s=10.0, sleep=waits.sleep)  # the shipped backoff, 0.5 s to 30 s
+    down = False
+    woken_while_down = 0
+    try:
+        await discovery.start()
+        await eventually(lambda: discovery.healthy)
+        await kube.pause()  # the outage: the watch sees its connection die, every new one is refused
+        down, outage_s = True, waits.now + outage_s  # (from now on, `outage_s` is when it ends)
+        await eventually(lambda: not discovery.healthy)
+        while not discovery.healthy:
+            # Every loop waiting (or, once the API is back, watching): none has an attempt in flight.
+            await eventually(lambda: len(waits.pending) + kube.watch_count("pods") == LOOPS)
+            if discovery.healthy:
+                break
+            if down and waits.next_due() >= outage_s:
+                await kube.resume()  # the API is back by the time the next attempt falls due
+                down = False
+            if down:
+                woken_while_down += 1
+            waits.wake_next()
+            await eventually(lambda: not discovery.healthy or len(waits.pending) + kube.watch_count("pods") == LOOPS)
+            assert waits.now < outage_s + 120, "not current two minutes after the API came back"
+        back_after = waits.now - outage_s
+    finally:
+        await discovery.close()
+    assert back_after <= PROMPT_S, f"current only {back_after:.1f} s after the API came back"
+    # Backing off while down: no more than about one attempt a loop every 3.2 s (4 s less its jitter), after the
+    # first few (0.5, 1, 2 s).
+    assert woken_while_down <= LOOPS * (outage_s / 3.2 + 4), woken_while_down
