@@ -10,27 +10,38 @@ about deletion costs only: nobody was told that autoscaling had stopped.
 
 Here a real adapter leads against the fake Kubernetes API, then loses its Lease to a 403 and the HPA asks 6 of a
 runtime at 3; its own /metrics, held for ten minutes, becomes `promtool test rules` input over the shipped
-rules.yaml, and the alerts sent are read as Alertmanager would get them (labels and rendered annotations).
+rules.yaml, and the alerts sent are read as Alertmanager would get them (labels and rendered annotations). The
+runbook for a runtime that does not scale up is walked too: its first step must find the missing leader with the
+commands it gives, run with the real kubectl, before any step trusts the READY column.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
+import shlex
+import subprocess
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from tests.fakes.kube import FakeKubeApi
 from tests.manifests.series import ADAPTER_LABELS, adapter_metrics
-from tests.manifests.support import alerts_sent
+from tests.manifests.support import KUBECTL, REPO, alerts_sent
 from tests.manifests.test_monitoring_bridge import leading_adapter
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]  # the scenario's fake API runs there
 
 NS = "modelmesh-serving"
 LEASE_NAMESPACE = "modelmesh-autoscaler"  # the adapter's own namespace (the kubeconfig's): where its Lease lives
+
+
+RUNBOOK = "### A runtime does not scale up\n"
 
 
 def leader_value(adapter: str) -> float | None:
@@ -43,19 +54,52 @@ def ready(kube: FakeKubeApi) -> tuple[str, str] | None:
                  if c.get("type") == "Ready"), None)
 
 
-async def until(check: Any, timeout_s: float = 30) -> None:
+async def until(check: Callable[[], bool], timeout_s: float = 30) -> None:
     async with asyncio.timeout(timeout_s):
         while not await asyncio.to_thread(check):
             await asyncio.sleep(0.3)
 
 
-def ten_minutes(leader: float) -> list[dict[str, str]]:
-    target = ", ".join(f'{k}="{v}"' for k, v in ADAPTER_LABELS.items())
-    return [{"series": f"up{{{target}}}", "values": "1x10"},
-            {"series": f"modelmesh_autoscaler_leader{{{target}}}", "values": f"{leader:g}x10"}]
+def runbook_steps() -> list[str]:
+    """The numbered steps of operations.md's "A runtime does not scale up", each with what follows it."""
+    text = (REPO / "docs" / "operations.md").read_text()
+    section = text[text.index(RUNBOOK) + len(RUNBOOK):]
+    section = section[:section.index("\n### ")]
+    return [step for step in re.split(r"\n(?=\d+\. )", section) if re.match(r"\d+\. ", step)]
 
 
-async def test_no_leader_with_the_bridge_on_sends_a_critical_alert_that_scaling_has_stopped(tmp_path: Path) -> None:
+def kubectl_lines(step: str) -> list[str]:
+    """The kubectl commands of the step's sh blocks, as a reader copies them."""
+    blocks = re.findall(r"```sh\n(.*?)```", step, re.S)
+    return [line.strip() for block in blocks for line in block.splitlines() if line.strip().startswith("kubectl ")]
+
+
+def run_kubectl(kubeconfig: Path, line: str) -> str:
+    """`line` as the runbook gives it, NS and R being the RuntimeScale's namespace and name."""
+    words = [{"NS": NS, "R": "triton"}.get(word, word) for word in shlex.split(line)]
+    done = subprocess.run([KUBECTL, "--kubeconfig", str(kubeconfig), *words[1:]], capture_output=True, text=True,
+                          timeout=30, check=False)
+    assert done.returncode == 0, f"{line}: {done.stderr}"
+    return done.stdout
+
+
+@dataclass(frozen=True)
+class Seen:
+    """The cluster and the adapter once no replica leads and the HPA has asked 6 of a runtime at 3."""
+
+    leader: float | None
+    """`modelmesh_autoscaler_leader` on the adapter's /metrics."""
+    runtime_replicas: int | None
+    ready: tuple[str, str] | None
+    """The RuntimeScale's Ready condition: status, reason."""
+    runbook_said: dict[str, str]
+    """What each kubectl command of the runbook's first step printed."""
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def seen(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Seen]:
+    tmp_path = tmp_path_factory.mktemp("no-leader")
+    steps = runbook_steps()
     async with FakeKubeApi() as kube:
         kube.add_modelmesh_runtime(NS, "modelmesh-serving-triton", replicas=3)
         kube.add_serving_runtime(NS, "triton", replicas=3)
@@ -70,13 +114,32 @@ async def test_no_leader_with_the_bridge_on_sends_a_critical_alert_that_scaling_
             await until(lambda: leader_value(adapter) == 0)
             kube.update_object("runtimescales", NS, "triton", lambda scale: scale["spec"].update(replicas=6))
             await asyncio.sleep(3)
-            assert kube.serving_runtime_replicas(NS, "triton") == 3  # the HPA's 6 reaches nothing
-            assert ready(kube) == ("True", "Bridged")  # what the last leader wrote: nobody can correct it
             leader = await asyncio.to_thread(leader_value, adapter)
         finally:
             await asyncio.to_thread(stack.close)
-    assert leader == 0
-    sent = alerts_sent(tmp_path, ten_minutes(leader), 10)
+        replicas, condition = kube.serving_runtime_replicas(NS, "triton"), ready(kube)
+        kube.clear_faults()  # the reader's kubectl, unlike the adapter (stopped first), may read the Lease
+        said = {line: await asyncio.to_thread(run_kubectl, kubeconfig, line) for line in kubectl_lines(steps[0])}
+        yield Seen(leader, replicas, condition, said)
+
+
+def ten_minutes(leader: float) -> list[dict[str, str]]:
+    target = ", ".join(f'{k}="{v}"' for k, v in ADAPTER_LABELS.items())
+    return [{"series": f"up{{{target}}}", "values": "1x10"},
+            {"series": f"modelmesh_autoscaler_leader{{{target}}}", "values": f"{leader:g}x10"}]
+
+
+async def test_the_runtime_does_not_follow_its_hpa_and_its_runtime_scale_reads_ready(seen: Seen) -> None:
+    """The state the alert and the runbook are for, as the reviewer found it."""
+    assert seen.leader == 0
+    assert seen.runtime_replicas == 3  # the HPA's 6 reaches nothing
+    assert seen.ready == ("True", "Bridged")  # what the last leader wrote: nobody can correct it
+
+
+async def test_no_leader_with_the_bridge_on_sends_a_critical_alert_that_scaling_has_stopped(
+        seen: Seen, tmp_path: Path) -> None:
+    assert seen.leader is not None
+    sent = alerts_sent(tmp_path, ten_minutes(seen.leader), 10)
     no_leader = [alert for alert in sent if alert.labels["alertname"] == "ModelMeshAutoscalerNoLeader"]
     assert len(no_leader) == 1, sent
     alert = no_leader[0]
@@ -85,3 +148,14 @@ async def test_no_leader_with_the_bridge_on_sends_a_critical_alert_that_scaling_
     for words in ("HPA", "ServingRuntime", "READY", "kubectl -n modelmesh-autoscaler get lease"):
         assert words in said, f"the alert does not say {words!r}: {said}"
     assert "scal" in alert.annotations["summary"].lower(), alert.annotations["summary"]
+
+
+async def test_the_runbooks_first_step_finds_no_leader_before_any_step_trusts_ready(seen: Seen) -> None:
+    steps = runbook_steps()
+    assert "lead" in steps[0].split("\n")[0].lower(), f"the runbook starts elsewhere: {steps[0][:200]}"
+    lease = [out for line, out in seen.runbook_said.items() if " lease " in f" {line} "]
+    assert lease and "holderIdentity" in lease[0] and "renewTime" in lease[0], seen.runbook_said
+    generations = [out.split() for line, out in seen.runbook_said.items() if "generation" in line.lower()]
+    assert generations and len(generations[0]) == 2, seen.runbook_said
+    generation, observed = (int(word) for word in generations[0])
+    assert generation > observed, f"the status looks current: {generations[0]}"  # stale, as the step says
