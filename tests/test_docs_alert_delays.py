@@ -78,6 +78,7 @@ DELAYS: dict[str, Callable[[dict[str, Any]], float]] = {
     "ModelMeshRuntimeScaleWritesFailing": held_for,
     "ModelMeshRuntimeScalesNotListed": held_for,
     "ModelMeshRuntimeReplicasFought": held_for,
+    "ModelMeshRuntimeScaleStatusStale": held_for,
     "ModelMeshRuntimeScaleNotReady": held_for,
     "ModelMeshRuntimeScaleUpBlocked": held_for,
     "ModelMeshRuntimeCappedAtMaxReplicas": held_for,

@@ -31,7 +31,7 @@ import pytest
 import pytest_asyncio
 
 from tests.fakes.kube import FakeKubeApi
-from tests.manifests.series import ADAPTER_LABELS, adapter_metrics
+from tests.manifests.series import ADAPTER_LABELS, adapter_metrics, attach
 from tests.manifests.support import KUBECTL, REPO, alerts_sent
 from tests.manifests.test_monitoring_bridge import leading_adapter
 
@@ -94,6 +94,22 @@ class Seen:
     """The RuntimeScale's Ready condition: status, reason."""
     runbook_said: dict[str, str]
     """What each kubectl command of the runbook's first step printed."""
+    leading_series: dict[str, float]
+    """The adapter's `modelmesh_autoscaler_runtime_scale_*` series (as Prometheus stores them) while it led."""
+    unled_series: dict[str, float]
+    """The same once no replica leads and the HPA has asked 6."""
+
+
+def runtime_scale_series(adapter: str) -> dict[str, float]:
+    """Every `modelmesh_autoscaler_runtime_scale_*` sample of the adapter's /metrics, as Prometheus stores it when
+    it scrapes the adapter pod (`honor_labels`: the RuntimeScale's namespace, not the adapter's)."""
+    found: dict[str, float] = {}
+    for sample in adapter_metrics(adapter):
+        if sample.name.startswith("modelmesh_autoscaler_runtime_scale_"):
+            labels = attach(ADAPTER_LABELS, sample.labels, honor_labels=True)
+            found[sample.name + "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"] = (
+                sample.value)
+    return found
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -109,24 +125,29 @@ async def seen(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Seen]:
         try:
             adapter = await asyncio.to_thread(stack.enter_context, leading_adapter(kubeconfig, tmp_path))
             await until(lambda: ready(kube) == ("True", "Bridged") and leader_value(adapter) == 1)
+            await asyncio.sleep(2)  # /metrics shows the refresh process's series as its last refresh sent them
+            leading = await asyncio.to_thread(runtime_scale_series, adapter)
             for verb in ("get", "update", "create"):  # a Role whose resourceNames misses the Lease
                 kube.forbid(verb, "leases", LEASE_NAMESPACE)
             await until(lambda: leader_value(adapter) == 0)
             kube.update_object("runtimescales", NS, "triton", lambda scale: scale["spec"].update(replicas=6))
             await asyncio.sleep(3)
             leader = await asyncio.to_thread(leader_value, adapter)
+            unled = await asyncio.to_thread(runtime_scale_series, adapter)
         finally:
             await asyncio.to_thread(stack.close)
         replicas, condition = kube.serving_runtime_replicas(NS, "triton"), ready(kube)
         kube.clear_faults()  # the reader's kubectl, unlike the adapter (stopped first), may read the Lease
         said = {line: await asyncio.to_thread(run_kubectl, kubeconfig, line) for line in kubectl_lines(steps[0])}
-        yield Seen(leader, replicas, condition, said)
+        yield Seen(leader, replicas, condition, said, leading, unled)
 
 
-def ten_minutes(leader: float) -> list[dict[str, str]]:
+def held(leader: float, series: dict[str, float] | None = None, minutes: int = 10) -> list[dict[str, str]]:
+    """`minutes` of the adapter's `leader` value and `series` as they were read, scraped every minute."""
     target = ", ".join(f'{k}="{v}"' for k, v in ADAPTER_LABELS.items())
-    return [{"series": f"up{{{target}}}", "values": "1x10"},
-            {"series": f"modelmesh_autoscaler_leader{{{target}}}", "values": f"{leader:g}x10"}]
+    return [{"series": f"up{{{target}}}", "values": f"1x{minutes}"},
+            {"series": f"modelmesh_autoscaler_leader{{{target}}}", "values": f"{leader:g}x{minutes}"},
+            *({"series": name, "values": f"{value:g}x{minutes}"} for name, value in (series or {}).items())]
 
 
 async def test_the_runtime_does_not_follow_its_hpa_and_its_runtime_scale_reads_ready(seen: Seen) -> None:
@@ -139,7 +160,7 @@ async def test_the_runtime_does_not_follow_its_hpa_and_its_runtime_scale_reads_r
 async def test_no_leader_with_the_bridge_on_sends_a_critical_alert_that_scaling_has_stopped(
         seen: Seen, tmp_path: Path) -> None:
     assert seen.leader is not None
-    sent = alerts_sent(tmp_path, ten_minutes(seen.leader), 10)
+    sent = alerts_sent(tmp_path, held(seen.leader), 10)
     no_leader = [alert for alert in sent if alert.labels["alertname"] == "ModelMeshAutoscalerNoLeader"]
     assert len(no_leader) == 1, sent
     alert = no_leader[0]
@@ -159,3 +180,21 @@ async def test_the_runbooks_first_step_finds_no_leader_before_any_step_trusts_re
     assert generations and len(generations[0]) == 2, seen.runbook_said
     generation, observed = (int(word) for word in generations[0])
     assert generation > observed, f"the status looks current: {generations[0]}"  # stale, as the step says
+
+
+async def test_a_runtime_scale_whose_ask_nobody_answers_is_named_by_an_alert(seen: Seen, tmp_path: Path) -> None:
+    """The RuntimeScale's READY stays True, written by the last leader, and no replica may correct it: the
+    replicas that watch it still see that its status was written for an older spec than the HPA's, and say so,
+    so that an alert names the RuntimeScale (NoLeader names none, and cannot see a leader that does not carry)."""
+    assert seen.leader is not None
+    sent = alerts_sent(tmp_path, held(seen.leader, seen.unled_series, 20), 20)
+    named = [alert for alert in sent if alert.labels.get("runtimescale") == "triton"]
+    assert [alert.labels.get("namespace") for alert in named] == [NS], sent
+    said = named[0].annotations["description"]
+    for words in ("kubectl", "observedGeneration", "ModelMeshAutoscalerNoLeader"):
+        assert words in said, f"the alert does not say {words!r}: {said}"
+
+
+async def test_a_runtime_scale_whose_ask_the_leader_carried_fires_nothing(seen: Seen, tmp_path: Path) -> None:
+    sent = alerts_sent(tmp_path, held(1, seen.leading_series, 60), 60)
+    assert sent == [], sent
