@@ -267,12 +267,20 @@ class AdapterMetrics:
             "a runtime scaled to zero; the other reasons mean its HPA's replicas reach no ServingRuntime.",
             ("namespace", "runtimescale", "reason"),
         )
+        self.runtime_scale_status_stale = RuntimeGauge(
+            "modelmesh_autoscaler_runtime_scale_status_stale",
+            "1 while a RuntimeScale's Ready condition was written for an older spec than its own (observedGeneration "
+            "below metadata.generation) or not at all: no leader has answered its HPA's last ask, and READY may "
+            "still read True; absent once answered. Every replica, from its own RuntimeScale watch.",
+            ("namespace", "runtimescale"),
+        )
         self._scale_reasons: dict[tuple[str, str], str] = {}
         """The reason each RuntimeScale's not-Ready series carries: one series per RuntimeScale, the last
         reason's removed when it changes."""
-        self.object_gauges = (self.pod_deletion_cost, self.runtime_scale_ready, self.runtime_scale_not_ready)
-        """Per pod and per RuntimeScale, set one series at a time by the leader; kept as text like the
-        per-runtime ones (`autoscaler.runtime_gauges`)."""
+        self.object_gauges = (self.pod_deletion_cost, self.runtime_scale_ready, self.runtime_scale_not_ready,
+                              self.runtime_scale_status_stale)
+        """Per pod and per RuntimeScale, set one series at a time (by the leader, but the stale statuses: by
+        every replica); kept as text like the per-runtime ones (`autoscaler.runtime_gauges`)."""
         if per_runtime:
             for gauge in self.object_gauges:
                 self.registry.register(gauge)
@@ -315,6 +323,16 @@ class AdapterMetrics:
         if not ready:
             self.runtime_scale_not_ready.labels(namespace, name, reason).set(1)
             self._scale_reasons[namespace, name] = reason
+
+    def runtime_scale_status_seen(self, namespace: str, name: str, stale: bool) -> None:
+        """Publish whether a watched RuntimeScale's status answers its spec (`bridge_status.status_stale`): the
+        series exists only while it does not, so that an alert can name the RuntimeScale whose HPA changes
+        nothing however its READY reads. Not the leader's alone, and kept when this replica stops leading: with
+        no leader it is the one series that names the RuntimeScales left behind."""
+        if stale:
+            self.runtime_scale_status_stale.set((namespace, name), 1)
+        else:
+            self.runtime_scale_status_stale.remove(namespace, name)
 
     def forget_runtime_scale(self, namespace: str, name: str) -> None:
         """Remove a RuntimeScale's series: it is gone, or this replica stopped leading."""

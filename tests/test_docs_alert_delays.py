@@ -72,11 +72,13 @@ DELAYS: dict[str, Callable[[dict[str, Any]], float]] = {
     "ModelMeshRuntimeValuesUnknown": held_for,
     "ModelMeshAutoscalerDiscoveryFailing": held_for,
     "ModelMeshAutoscalerWatchFailing": held_for,
+    "ModelMeshAutoscalerNoLeader": held_for,
     "ModelMeshDeletionCostPatchesFailing": held_for,  # a rate over 0: true from the first refusal counted
     "ModelMeshScaleDownWithStaleDeletionCosts": range_window,  # "fires for 15 minutes after each"
     "ModelMeshRuntimeScaleWritesFailing": held_for,
     "ModelMeshRuntimeScalesNotListed": held_for,
     "ModelMeshRuntimeReplicasFought": held_for,
+    "ModelMeshRuntimeScaleStatusStale": held_for,
     "ModelMeshRuntimeScaleNotReady": held_for,
     "ModelMeshRuntimeScaleUpBlocked": held_for,
     "ModelMeshRuntimeCappedAtMaxReplicas": held_for,

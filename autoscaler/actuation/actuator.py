@@ -78,8 +78,8 @@ class DeletionCostActuator:
             self.tasks.append(asyncio.create_task(self.writer.run(), name="deletion-cost-writer"))
         if self.bridge is not None:
             self.tasks.append(asyncio.create_task(self.bridge.run(), name="replica-bridge"))
-            watches = [RuntimeScaleWatch(self.kube, scope, self.bridge.wake, health=self.metrics)
-                       for scope in self.bridge.scopes]
+            watches = [RuntimeScaleWatch(self.kube, scope, self.bridge.wake, health=self.metrics,
+                                         statuses=self.metrics) for scope in self.bridge.scopes]
             for watch in watches:
                 self.tasks.append(asyncio.create_task(watch.run(), name=f"runtimescale-watch-{watch.scope or 'all'}"))
             self.refresher.scale_asks = RuntimeScaleAsks(watches)

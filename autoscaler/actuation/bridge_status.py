@@ -219,6 +219,22 @@ def bridged_spec(scale: Mapping[str, Any]) -> tuple[str, int] | None:
     return runtime, replicas
 
 
+def status_stale(scale: Mapping[str, Any]) -> bool:
+    """Whether the RuntimeScale's `Ready` condition was written for an older spec than the one it has (its
+    `observedGeneration` below `metadata.generation`, which the HPA's every write of `spec.replicas` raises), or
+    not at all: no leader has answered the HPA's last ask, whatever READY says. A leader answers within a round
+    trip (the status carries the generation it was written for, so a new spec always writes it); only the
+    leader writes it, so with no leader, or one whose bridge does not run, it stays as it was, READY True
+    included, and this is what the other replicas can tell from the object alone. A RuntimeScale without a
+    generation (none is served without one) is not judged."""
+    generation = (scale.get("metadata") or {}).get("generation")
+    if not isinstance(generation, int) or isinstance(generation, bool):
+        return False
+    condition = _find((scale.get("status") or {}).get("conditions") or [], READY)
+    observed = None if condition is None else condition.get("observedGeneration")
+    return not isinstance(observed, int) or observed < generation
+
+
 def desired_status(
     scale: Mapping[str, Any], deployment: Mapping[str, Any] | None, outcome: Verdict, now: str, *,
     selects_pods: bool = True,

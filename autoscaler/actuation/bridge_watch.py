@@ -7,6 +7,11 @@ runs" for a runtime the adapter has no memory of (`autoscaler.policies.warmup`),
 Where two RuntimeScales name one ServingRuntime, only the owner's ask counts (`bridge_owners`): it is the one the
 bridge carries, so the other's is not what runs.
 
+It also says, on every replica, which RuntimeScales' status does not answer their spec (`StatusReport`,
+`bridge_status.status_stale`): only the leader writes a status, so with no leader, or a leader whose bridge does
+not carry, READY keeps what was last written (True, Bridged) while the HPA's asks reach nothing; the replicas
+that do not lead are the ones left to say so.
+
 The list + watch is `autoscaler.kube.list_watch`'s: a watch that ends is resumed from the last version seen; one
 the server no longer retains (410, as an ERROR event or a status) is replaced by a fresh list; other failures
 back off (capped, jittered) and the bridge's own resync covers the gap. Every (re)list also wakes the bridge:
@@ -22,7 +27,7 @@ from functools import partial
 from typing import Protocol
 
 from autoscaler.actuation.bridge_owners import RuntimeOwners
-from autoscaler.actuation.bridge_status import RUNTIME_SCALES
+from autoscaler.actuation.bridge_status import RUNTIME_SCALES, status_stale
 from autoscaler.kube.backoff import spread_delay
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
@@ -81,6 +86,12 @@ class WatchClient(Protocol):
     def custom_endpoint(self, resource: CustomResource, namespace: str | None) -> Endpoint: ...
 
 
+class StatusReport(Protocol):
+    """Where the watch says whether each RuntimeScale's status answers its spec (the adapter's metrics)."""
+
+    def runtime_scale_status_seen(self, namespace: str, name: str, stale: bool) -> None: ...
+
+
 class RuntimeScaleWatch:
     """Lists then watches the RuntimeScales of one scope (`run`), calling `on_change(scale)` with each one added or
     changed, and `on_change(None)` after a (re)list or a deletion: then everything is to be looked at."""
@@ -95,10 +106,14 @@ class RuntimeScaleWatch:
         backoff_base_s: float = 1.0,
         backoff_cap_s: float = 30.0,
         health: WatchHealth | None = None,
+        statuses: StatusReport | None = None,
     ) -> None:
-        """`health` counts the watch's failures and says whether it is open (the adapter's metrics)."""
+        """`health` counts the watch's failures and says whether it is open, `statuses` hears whether each
+        RuntimeScale's status answers its spec (both: the adapter's metrics)."""
         self.scope = scope
         self._on_change = on_change
+        self._statuses = statuses
+        self._judged: set[tuple[str, str]] = set()  # the RuntimeScales told to `statuses`, to forget at a relist
         # Indexed by runtime: `replicas_for` runs for runtimes warming up each refresh, and a scan of every
         # RuntimeScale per runtime cost 5,000 x 5,000 comparisons (seconds) a refresh.
         self._owners = RuntimeOwners()
@@ -135,8 +150,11 @@ class RuntimeScaleWatch:
 
     def _listed(self, items: list[JSON]) -> None:
         self._owners = RuntimeOwners()
+        gone, self._judged = self._judged, set()
         for item in items:
             self._remember("ADDED", item)
+        for key in gone - self._judged:  # deleted while the watch was down: its DELETED event never came
+            self._judge(key, None)
         self._settled.set()
         self._on_change(None)
 
@@ -148,8 +166,20 @@ class RuntimeScaleWatch:
         key = object_key(scale, self.scope)
         if kind == "DELETED":
             self._owners.drop(key)
+            self._judge(key, None)
         else:  # where it was is forgotten: its runtime (or replicas) may have changed
             self._owners.note(key, scale)
+            self._judge(key, scale)
+
+    def _judge(self, key: tuple[str, str], scale: JSON | None) -> None:
+        """Tell `statuses` whether RuntimeScale `key` (None: gone) has a status that answers its spec."""
+        if self._statuses is None:
+            return
+        if scale is None:
+            self._judged.discard(key)
+        else:
+            self._judged.add(key)
+        self._statuses.runtime_scale_status_seen(*key, scale is not None and status_stale(scale))
 
     def _failed(self, error: Exception, failures: int) -> None:
         """Warn when the watch starts failing (a Role with `list` but not `watch` on runtimescales said

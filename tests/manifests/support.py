@@ -8,9 +8,11 @@ matchers, grouping clauses and ranges removed; what is left and not called like 
 from __future__ import annotations
 
 import functools
+import json
 import re
 import subprocess
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +191,35 @@ def promtool_test_rules(tmp_path: Path, tests: list[dict[str, Any]], name: str =
     path.write_text(yaml.safe_dump({"rule_files": [str(PROMETHEUS / "rules.yaml")], "evaluation_interval": "1m",
                                     "tests": tests}))
     return run([PROMTOOL, "test", "rules", str(path)], timeout=timeout)
+
+
+@dataclass(frozen=True)
+class SentAlert:
+    """An alert as Alertmanager receives it: its labels and its annotations, templates rendered."""
+
+    labels: dict[str, str]
+    annotations: dict[str, str]
+
+
+_PROMTOOL_GOT = re.compile(r"Labels:\{(.*)\}\s*\n\s*Annotations:\{(.*)\}")
+_QUOTED_PAIR = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def _pairs(text: str) -> dict[str, str]:
+    """Go's `k="v", ...` (each value as strconv.Quote writes it: JSON's escapes for what these rules hold)."""
+    return {key: json.loads(f'"{value}"') for key, value in _QUOTED_PAIR.findall(text)}
+
+
+def alerts_sent(tmp_path: Path, series: list[dict[str, str]], minute: int) -> list[SentAlert]:
+    """Every alert of the shipped rules.yaml firing at `minute` over `series` (one sample a minute), with what its
+    receiver reads. promtool has no way to print them but a failed expectation: each alert is expected silent,
+    and what promtool says it got instead is the answer."""
+    tests = [{"interval": "1m", "input_series": series,
+              "alert_rule_test": [{"eval_time": f"{minute}m", "alertname": name, "exp_alerts": []}
+                                  for name in alert_names()]}]
+    done = promtool_test_rules(tmp_path, tests, "alerts_sent_test.yaml")
+    said = done.stdout + done.stderr
+    sent = [SentAlert(_pairs(labels), _pairs(annotations)) for labels, annotations in _PROMTOOL_GOT.findall(said)]
+    if done.returncode != 0 and not sent:
+        raise AssertionError(f"promtool failed without an alert: {said[-3000:]}")
+    return sent
