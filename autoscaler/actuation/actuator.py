@@ -15,9 +15,9 @@ The rules, so that an adapter never writes where nobody asked it to:
 - `--leader-elect` defaults to on in a cluster (replicas behind one Service) and off outside one. Without it
   this replica writes alone. The Lease lives in `--leader-elect-namespace`, else the pod's namespace (or the
   kubeconfig context's).
-- Stopping (SIGTERM) starts no more writes, waits for the writes in flight (at most one client timeout:
-  `autoscaler.actuation.write_fence`), and only then releases the Lease, so that no write of the old leader can
-  land after the next leader's.
+- Stopping (SIGTERM) starts no more writes and renews the Lease no more, waits for the writes in flight (at most
+  one client timeout: `autoscaler.actuation.write_fence`), and only then releases the Lease, so that no write of
+  the old leader can land after the next leader's.
 """
 
 from __future__ import annotations
@@ -99,6 +99,10 @@ class DeletionCostActuator:
         if self._stopped:
             return
         self._stopped = True
+        if self.elector is not None:
+            # No renewal while the writes in flight are waited for: they were sent within the term, which the
+            # margin covers renewed or not, and where the Lease is left to expire it expires that much sooner.
+            self.elector.stop_trying()
         self.refresher.scale_asks = None
         if self.refresher.cost_writes is self.writer:
             self.refresher.cost_writes = None

@@ -19,13 +19,14 @@ not an alert.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 
 from autoscaler.actuation.bridge_status import SERVING_RUNTIMES
 from autoscaler.actuation.bridge_watch import WatchClient
-from autoscaler.kube.backoff import spread_delay
+from autoscaler.kube.backoff import UNANSWERED_MAX_S, spread_delay
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.raw import JSON, Scope, scope_name
@@ -34,7 +35,9 @@ log = logging.getLogger("autoscaler.actuation.bridge")
 
 REFUSED_BACKOFF_CAP_S = 60.0
 """The longest wait between two tries of a failing watch: a refused one (an older Role) costs at most a request a
-minute per namespace, and a Role fixed meanwhile is noticed within a minute."""
+minute per namespace, and a Role fixed meanwhile is noticed within a minute. One the API server never answered (an
+outage) waits at most about 4 s (`backoff.UNANSWERED_MAX_S`): a hand edit made meanwhile is set back within seconds
+of its return."""
 
 
 class Refusals:
@@ -83,9 +86,11 @@ class ServingRuntimeWatch:
         watch_timeout_s: int = 300,
         backoff_base_s: float = 1.0,
         backoff_cap_s: float = REFUSED_BACKOFF_CAP_S,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         """`refusals`: shared by all the bridge's ServingRuntime watches (`serving_runtime_watches`), so that a
-        Role without the verb is said once, not once per namespace."""
+        Role without the verb is said once, not once per namespace. `sleep` waits between attempts (tests play
+        the waits on a clock of their own)."""
         self.scope = scope
         self._on_change = on_change
         self._refusals = refusals or Refusals()
@@ -93,8 +98,10 @@ class ServingRuntimeWatch:
             client.custom_endpoint(SERVING_RUNTIMES, scope), SERVING_RUNTIMES.plural, scope,
             on_list=self._listed, on_event=self._changed, on_failure=self._failed, on_works=self._works,
             backoff=partial(spread_delay, initial_s=backoff_base_s, cap_s=backoff_cap_s),
+            unanswered_backoff=partial(spread_delay, initial_s=backoff_base_s,  # back soon after an outage
+                                       cap_s=min(backoff_cap_s, UNANSWERED_MAX_S)),
             request_timeout_s=client.request_timeout_s, watch_timeout_s=watch_timeout_s,
-            log=log, name=f"replica bridge: ServingRuntime watch of {scope_name(scope)}",
+            log=log, name=f"replica bridge: ServingRuntime watch of {scope_name(scope)}", sleep=sleep,
         )
 
     async def run(self) -> None:

@@ -14,7 +14,9 @@ that do not lead are the ones left to say so.
 
 The list + watch is `autoscaler.kube.list_watch`'s: a watch that ends is resumed from the last version seen; one
 the server no longer retains (410, as an ERROR event or a status) is replaced by a fresh list; other failures
-back off (capped, jittered) and the bridge's own resync covers the gap. Every (re)list also wakes the bridge:
+back off (capped, jittered; to about 4 s where the API server never answered, `backoff.UNANSWERED_MAX_S`, so that
+after an outage the HPA's writes are carried within seconds of its return) and the bridge's own resync covers the
+gap. Every (re)list also wakes the bridge:
 events may have been missed.
 """
 
@@ -22,13 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Protocol
 
 from autoscaler.actuation.bridge_owners import RuntimeOwners
 from autoscaler.actuation.bridge_status import RUNTIME_SCALES, status_stale
-from autoscaler.kube.backoff import spread_delay
+from autoscaler.kube.backoff import UNANSWERED_MAX_S, spread_delay
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.failing_spell import FailingSpell
@@ -107,9 +109,11 @@ class RuntimeScaleWatch:
         backoff_cap_s: float = 30.0,
         health: WatchHealth | None = None,
         statuses: StatusReport | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         """`health` counts the watch's failures and says whether it is open, `statuses` hears whether each
-        RuntimeScale's status answers its spec (both: the adapter's metrics)."""
+        RuntimeScale's status answers its spec (both: the adapter's metrics). `sleep` waits between attempts (tests
+        play the waits on a clock of their own)."""
         self.scope = scope
         self._on_change = on_change
         self._statuses = statuses
@@ -123,8 +127,12 @@ class RuntimeScaleWatch:
             client.custom_endpoint(RUNTIME_SCALES, scope), RUNTIME_SCALES.plural, scope,
             on_list=self._listed, on_event=self._changed, on_failure=self._failed, on_works=self._works,
             backoff=partial(spread_delay, initial_s=backoff_base_s, cap_s=backoff_cap_s),
+            # After an outage the HPA's scale reaches the runtime within seconds of the API's return, not up to
+            # the 30 s cap later: a try the server never answered costs it nothing.
+            unanswered_backoff=partial(spread_delay, initial_s=backoff_base_s,
+                                       cap_s=min(backoff_cap_s, UNANSWERED_MAX_S)),
             request_timeout_s=client.request_timeout_s, watch_timeout_s=watch_timeout_s,
-            log=log, name=f"replica bridge: RuntimeScale watch of {scope_name(scope)}",
+            log=log, name=f"replica bridge: RuntimeScale watch of {scope_name(scope)}", sleep=sleep,
             health=None if health is None else LoopHealth(health, Watched.RUNTIME_SCALES),
         )
 

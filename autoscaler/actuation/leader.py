@@ -27,7 +27,9 @@ The safety margin is `lease_duration - renew_deadline`, and every delay is count
   follower takes over at its next retry. The actuator first waits for the leader's writes in flight
   (`autoscaler.actuation.write_fence`): released at once, the Lease let the next leader write before a write of
   the old one landed. Where one of them got no answer (it may still land) the Lease is left to expire
-  (`release_on_stop`).
+  (`release_on_stop`). It is renewed no more meanwhile (`stop_trying`): those writes were sent within the term,
+  which the margin covers as it does for a leader that cannot renew, so the Lease expires 15 s after the renewal
+  before the stop, not after the last of up to a client timeout of renewals while the actuator waits.
 - A failed attempt whose answer carries a `Retry-After` (429 from API Priority and Fairness, some 503s) is not
   followed by another before it has passed: the server throttles the adapter's whole flow, and retrying every
   retry period only adds to its load. A follower waits for it (at most a lease duration); the leader waits at
@@ -144,6 +146,7 @@ class LeaseElector:
         self.release_on_stop = True
         """Whether `run()` releases the Lease when cancelled. False: a write of this term may still land (it got
         no answer), so followers must wait until the Lease expires."""
+        self._stopping = False  # `stop_trying` was called: no more attempts
 
     @property
     def is_leader(self) -> bool:
@@ -154,6 +157,19 @@ class LeaseElector:
     def holder(self) -> str | None:
         """The holder named in the Lease as last seen (None: never read, or empty)."""
         return holder_of(self._observed) or None
+
+    def stop_trying(self) -> None:
+        """Make no more attempts on the Lease, neither a renewal nor an acquisition (one under way ends as it
+        does); `run()` waits to be cancelled. For a replica that is stopping and starts no more writes: those in
+        flight were sent within its term, which the margin covers whether it is renewed or not (as for a leader
+        that lost the API server), and renewing on while the actuator waited for them (up to a client timeout)
+        only put the Lease's expiry, where it is left to expire, that much later."""
+        self._stopping = True
+
+    async def _held_if_stopping(self) -> None:
+        """Return at once, or, once `stop_trying` was called, never (until cancelled)."""
+        if self._stopping:
+            await asyncio.get_running_loop().create_future()
 
     def add_listener(self, callback: Callable[[bool], None]) -> None:
         """Call `callback(is_leader)` on every change of leadership, from the elector's task."""
@@ -306,6 +322,7 @@ class LeaseElector:
         self._announced = ""
         log.info("lease %s/%s: %s trying to acquire", cfg.namespace, cfg.name, cfg.identity)
         while True:
+            await self._held_if_stopping()
             started = self._clock()
             if await self._attempt(cfg.renew_deadline_s):
                 return started
@@ -320,6 +337,7 @@ class LeaseElector:
         while True:
             until_deadline = cfg.renew_deadline_s - (self._clock() - last_renewed)
             await self._sleep(max(0.0, min(max(cfg.retry_period_s, self._server_wait()), until_deadline)))
+            await self._held_if_stopping()
             started = self._clock()
             remaining = cfg.renew_deadline_s - (started - last_renewed)
             if remaining > 0 and self._server_wait() <= 0 and await self._attempt(remaining):

@@ -4,7 +4,8 @@ docs/design.md (Bounds): without `min_replicas`/`max_replicas` in the config, th
 to the `minReplicas`/`maxReplicas` of the HPA that scales the runtime, so a value the HPA would cut anyway is
 never served above its cap (and the smoothing state never climbs past it). The HPAs of the watched
 namespaces are listed, then watched (resumed from the last resourceVersion; re-listed after 410 Expired;
-capped backoff on errors) by the same `autoscaler.kube.list_watch.ListWatch` as the pods.
+capped backoff on errors, to 4 s where the API server never answered) by the same
+`autoscaler.kube.list_watch.ListWatch` as the pods.
 
 An HPA scales a runtime when:
 - its `scaleTargetRef` is the runtime's Deployment (`kind: Deployment`, `name: <deployment>`);
@@ -37,7 +38,7 @@ from typing import Any, Final
 
 import aiohttp
 
-from autoscaler.kube.backoff import exponential_delay
+from autoscaler.kube.backoff import UNANSWERED_MAX_S, exponential_delay
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.failing_spell import FailingSpell
 from autoscaler.kube.list_watch import ListWatch
@@ -70,6 +71,15 @@ RUNTIME_SCALE_KIND: Final = "RuntimeScale"
 RETRY_BACKOFF: Final = partial(exponential_delay, initial_s=0.5, cap_s=30.0)
 """The wait after the n-th failed list or watch in a row: 0.5 s doubling to 30 s, for however long the API server
 refuses (the exponent is capped, so a night of failures never overflows the float)."""
+
+
+def _unanswered_backoff(backoff: Callable[[int], float], failures: int) -> float:
+    """The wait after the n-th failure in a row the API server never answered: `backoff`'s, at most
+    `UNANSWERED_MAX_S` (0.5, 1, 2, then 4 s: `RETRY_BACKOFF` has no jitter to keep), so that after an outage the
+    bounds are current within seconds of the API's return; a raised maxReplicas was read 21.5 s after a 40 s one."""
+    return min(backoff(failures), UNANSWERED_MAX_S)
+
+
 GONE_HPAS_REMEMBERED: Final = 1000
 """HPAs warned about and since deleted whose warning is not said again when they come back (`SaidOnce`): a
 GitOps tool re-creating the HPA modelmesh-serving's controller deleted, minutes later, is no news."""
@@ -216,8 +226,10 @@ class HpaWatch:
         watch_timeout_s: int = 60,
         backoff: Callable[[int], float] = RETRY_BACKOFF,
         health: WatchHealth | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        """`health` counts each watch's failures and says whether it is open (the adapter's metrics)."""
+        """`health` counts each watch's failures and says whether it is open (the adapter's metrics). `sleep` waits
+        between attempts (tests play the waits on a clock of their own)."""
         self._session = KubeSession(client, "the HPA watch")
         self._scopes: tuple[Scope, ...] = tuple(dict.fromkeys(namespaces)) if namespaces else (None,)
         self._hpas: dict[Scope, dict[tuple[str, str], HpaBounds]] = {scope: {} for scope in self._scopes}
@@ -246,8 +258,9 @@ class HpaWatch:
                 on_list=partial(self._replace, scope), on_event=partial(self._apply, scope),
                 on_synced=partial(self._set_ok, scope, True), on_failure=partial(self._failed, scope),
                 on_works=partial(self._works, scope),
-                backoff=backoff, request_timeout_s=request_timeout_s, watch_timeout_s=watch_timeout_s,
-                log=log, name=f"HPA watch of {scope_name(scope)}",
+                backoff=backoff, unanswered_backoff=partial(_unanswered_backoff, backoff),
+                request_timeout_s=request_timeout_s, watch_timeout_s=watch_timeout_s,
+                log=log, name=f"HPA watch of {scope_name(scope)}", sleep=sleep,
                 health=None if health is None else LoopHealth(health, Watched.HPAS),
             )
             for scope in self._scopes

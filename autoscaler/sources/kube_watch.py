@@ -64,11 +64,11 @@ which read as served, able to rise, while every value was 503 and scale-ups were
 NOT_YET = ScopeLine(
     "autoscaler.sources.kube_pods", logging.WARNING,
     "Kubernetes discovery: pod watch of {scope} failing since the start, no inventory of it yet: its runtimes are not "
-    "served until it works (a 403: grant the adapter list and watch on pods there, manifests/base): {detail}",
+    "served until it works: {detail}",
     "Kubernetes discovery: pod watches of {count} namespaces failing since the start, no inventory of them yet: their "
-    "runtimes are not served until they work (a 403: grant the adapter list and watch on pods there, "
-    "manifests/base): {scopes} (e.g. {scope}: {detail})")
-"""A watch that never worked has no inventory to keep and no values to hold (`BROKEN` said it had)."""
+    "runtimes are not served until they work: {scopes} (e.g. {scope}: {detail})")
+"""A watch that never worked has no inventory to keep and no values to hold (`BROKEN` said it had). What a 403 asks
+for comes with the error (`PodWatch._hinted`): said in the line, it asked for a grant of a refused connection."""
 ESTABLISHED = ScopeLine(
     "autoscaler.sources.kube_pods", logging.INFO,
     "Kubernetes discovery: pod watch of {scope} established",
@@ -182,12 +182,12 @@ class PodWatch:
             self._lost_at = time.time()
 
     def _hinted(self, error: Exception) -> Exception:
-        """`error`, a 403 of a list or watch after a list worked with the verb the Role lacks named (`NOT_YET` says
-        its own hint): a Role with list but not watch on pods broke each watch with a 403 whose line asked for
-        nothing."""
-        if not self._listed or not isinstance(error, KubeApiError) or error.status != 403:
+        """`error`, a 403 with the verbs the Role lacks named: list and watch before a list worked, else the one
+        refused (a Role with list but not watch on pods broke each watch with a 403 whose line asked for nothing).
+        Any other error as it is: a refused connection is no Role's doing."""
+        if not isinstance(error, KubeApiError) or error.status != 403:
             return error
-        verb = "list" if self._loop.listing else "watch"
+        verb = "list and watch" if not self._listed else "list" if self._loop.listing else "watch"
         return KubeApiError(f"{error} (grant the adapter {verb} on pods there, manifests/base)", error.status,
                             error.reason, error.retry_after_s)
 

@@ -13,9 +13,6 @@ The API is the fake's, down (`pause`) once discovery is current, until the outag
 
 from __future__ import annotations
 
-import asyncio
-import heapq
-import itertools
 from collections.abc import AsyncIterator
 
 import pytest
@@ -24,6 +21,7 @@ from kubernetes.aio.client import Configuration
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.kube_pods import KubePodDiscovery
 from tests.fakes.kube import FakeKubeApi
+from tests.support.outage_clock import Waits, back_after_outage
 from tests.support.waiting import eventually
 
 KEY = RuntimeKey("modelmesh-serving", "modelmesh-serving-triton")
@@ -32,30 +30,6 @@ LOOPS = 2
 PROMPT_S = 5.0
 """How soon after the API's return discovery is current again: the longest wait after a failure with no answer
 (4 s, +20% of jitter)."""
-
-
-class Waits:
-    """Every loop's pending wait, ended in the order they fall due as the test says (`wake_next`)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.pending: list[tuple[float, int, asyncio.Future[None]]] = []
-        self.woken = 0
-        self._order = itertools.count()
-
-    async def sleep(self, seconds: float) -> None:
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self.pending, (self.now + seconds, next(self._order), future))
-        await future
-
-    def next_due(self) -> float:
-        return self.pending[0][0]
-
-    def wake_next(self) -> None:
-        due, _, future = heapq.heappop(self.pending)
-        self.now = max(self.now, due)
-        self.woken += 1
-        future.set_result(None)
 
 
 @pytest.fixture
@@ -73,28 +47,13 @@ async def test_discovery_is_current_again_within_seconds_of_the_api_s_return(kub
     settings.host = kube.url
     discovery = KubePodDiscovery(settings, runtimes=[KEY], discover=False, request_timeout_s=2.0,
                                  start_timeout_s=10.0, sleep=waits.sleep)  # the shipped backoff, 0.5 s to 30 s
-    down = False
-    woken_while_down = 0
     try:
         await discovery.start()
         await eventually(lambda: discovery.healthy)
         await kube.pause()  # the outage: the watch sees its connection die, every new one is refused
-        down, outage_s = True, waits.now + outage_s  # (from now on, `outage_s` is when it ends)
         await eventually(lambda: not discovery.healthy)
-        while not discovery.healthy:
-            # Every loop waiting (or, once the API is back, watching): none has an attempt in flight.
-            await eventually(lambda: len(waits.pending) + kube.watch_count("pods") == LOOPS)
-            if discovery.healthy:
-                break
-            if down and waits.next_due() >= outage_s:
-                await kube.resume()  # the API is back by the time the next attempt falls due
-                down = False
-            if down:
-                woken_while_down += 1
-            waits.wake_next()
-            await eventually(lambda: not discovery.healthy or len(waits.pending) + kube.watch_count("pods") == LOOPS)
-            assert waits.now < outage_s + 120, "not current two minutes after the API came back"
-        back_after = waits.now - outage_s
+        back_after, woken_while_down = await back_after_outage(
+            kube, waits, outage_s, loops=LOOPS, resource="pods", current=lambda: discovery.healthy)
     finally:
         await discovery.close()
     assert back_after <= PROMPT_S, f"current only {back_after:.1f} s after the API came back"

@@ -98,3 +98,27 @@ async def test_debug_of_a_namespace_whose_pod_list_is_refused_from_the_start_say
                                      "(list pods in namespace modelmesh-serving: 403"), problem.detail
     assert "out of date" not in problem.detail and "until it recovers" not in problem.detail, problem.detail
     assert "grant the adapter list and watch on pods there" in problem.detail, problem.detail
+
+
+async def test_a_pod_watch_whose_api_server_refuses_connections_from_the_start_asks_for_no_grant(
+    kube: FakeKubeApi, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The API server down as the adapter starts (a control-plane upgrade): its WARNING added "(a 403: grant the
+    adapter list and watch on pods there, manifests/base)" to a refused connection, sending the on-call engineer to
+    the Role for an outage. The hint comes with a 403 alone."""
+    caplog.set_level(logging.INFO, logger="autoscaler.sources.kube_pods")
+    await kube.pause()
+    subject = discovery(kube, start_timeout_s=1.0)
+    await subject.start()
+    try:
+        await eventually(lambda: len(watch_lines(caplog)) == 1)
+        await kube.resume()
+        await eventually(lambda: len(watch_lines(caplog)) == 2, timeout=10)
+    finally:
+        await subject.close()
+    lines = watch_lines(caplog)
+    assert [level for level, _ in lines] == ["WARNING", "INFO"], lines
+    assert lines[0][1].startswith("Kubernetes discovery: pod watch of namespace modelmesh-serving failing since the "
+                                  "start, no inventory of it yet: its runtimes are not served until it works"), lines
+    assert "list pods in namespace modelmesh-serving" in lines[0][1], lines
+    assert "403" not in lines[0][1] and "grant" not in lines[0][1], lines

@@ -1,0 +1,85 @@
+"""After an outage of the Kubernetes API, the replica bridge's watches hand it what changed within a few seconds of
+the API's return, as pod discovery's do (tests/sources/test_kube_outage_recovery.py).
+
+Before, the RuntimeScale watch backed off 1 s doubling to 30 s (±20%) and the ServingRuntime watch to 60 s whatever
+the failure: after a 40 s outage the HPA's scale set meanwhile reached its ServingRuntime up to half a minute after
+the API was back, and a ServingRuntime set by hand meanwhile stayed at its size as long. A failure the API server
+never answered (connection refused, a timeout) costs it nothing to retry: those back off to about 4 s only
+(`autoscaler.kube.backoff.UNANSWERED_MAX_S`), an answered one (a 5xx, a 403) as before.
+
+The waits are played on a clock of the test's own (`tests.support.outage_clock`), in the order they fall due: no
+wall-clock window. The API is the fake's, down (`pause`) once the watch is open, until the outage's end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+
+from autoscaler.actuation.bridge_runtime_watch import ServingRuntimeWatch
+from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
+from autoscaler.kube.client import KubeClient
+from autoscaler.model import RuntimeKey
+from tests.fakes.kube import JSON, FakeKubeApi
+from tests.support.outage_clock import Waits, back_after_outage
+from tests.support.waiting import eventually
+
+NS = "ml"
+TRITON = RuntimeKey(NS, "modelmesh-serving-triton")
+OUTAGE_S = 40.0
+PROMPT_S = 5.0
+"""How soon after the API's return the watch hands the change over: the longest wait after a failure with no answer
+(4 s, +20% of jitter)."""
+
+
+def replicas(count: int) -> Callable[[JSON], None]:
+    def set_replicas(obj: JSON) -> None:
+        obj["spec"]["replicas"] = count
+    return set_replicas
+
+
+async def test_an_hpa_scale_set_during_an_outage_reaches_the_bridge_within_seconds_of_the_api_s_return(
+    kube: FakeKubeApi, kube_client: KubeClient,
+) -> None:
+    kube.add_runtime_scale(NS, "triton", replicas=5)
+    waits = Waits()
+    handed: list[int | None] = []
+    watch = RuntimeScaleWatch(kube_client, NS, lambda scale: handed.append(None if scale is None else
+                                                                           scale["spec"].get("replicas")),
+                              sleep=waits.sleep)  # the shipped backoff
+    task = asyncio.create_task(watch.run())
+    try:
+        await eventually(lambda: watch.replicas_for(TRITON) == 5 and kube.watch_count("runtimescales") == 1)
+        await kube.pause()  # the outage: the watch sees its connection die, every new one is refused
+        kube.update_object("runtimescales", NS, "triton", replicas(7))  # the HPA's scale, as the API is back
+        back_after, _ = await back_after_outage(kube, waits, OUTAGE_S, loops=1, resource="runtimescales",
+                                                current=lambda: watch.replicas_for(TRITON) == 7)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert back_after <= PROMPT_S, f"the HPA's scale reached the bridge only {back_after:.1f} s after the API's return"
+    assert handed[-1] in (None, 7), handed  # the bridge is woken with it (or a relist's full pass)
+
+
+async def test_a_servingruntime_set_by_hand_during_an_outage_reaches_the_bridge_within_seconds_of_the_api_s_return(
+    kube: FakeKubeApi, kube_client: KubeClient,
+) -> None:
+    kube.add_serving_runtime(NS, "triton", replicas=5)
+    waits = Waits()
+    handed: list[int | None] = []
+    watch = ServingRuntimeWatch(kube_client, NS, lambda runtime: handed.append(runtime["spec"].get("replicas")),
+                                sleep=waits.sleep)  # the shipped backoff
+    task = asyncio.create_task(watch.run())
+    try:
+        await eventually(lambda: handed == [5] and kube.watch_count("servingruntimes") == 1)
+        await kube.pause()
+        kube.update_object("servingruntimes", NS, "triton", replicas(2))  # a kubectl apply of an old manifest
+        back_after, _ = await back_after_outage(kube, waits, OUTAGE_S, loops=1, resource="servingruntimes",
+                                                current=lambda: handed[-1] == 2)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert back_after <= PROMPT_S, f"the hand edit reached the bridge only {back_after:.1f} s after the API's return"
