@@ -19,6 +19,9 @@ from autoscaler.sources.scrape_retry import ScrapeRetries
 from tests.sources.static_discovery import StaticDiscovery
 
 KEY = RuntimeKey("default", "modelmesh-serving-demo")
+ANSWERED_WITHIN_S = 10.0
+"""The scrape timeout of the tests whose exporters answer: no answer on a loaded machine comes that late (an answer
+stalled 2 s by hand timed out at the 2 s these tests had), and the refresh's 15 s deadline stays above it."""
 
 
 def test_a_failing_pod_waits_5_10_20_40_then_60_s() -> None:
@@ -86,17 +89,23 @@ async def test_a_timeout_is_backed_off_however_short(aiohttp_server: AiohttpServ
     server = await aiohttp_server(app)
     source = ScrapeSource(inventory(str(server.make_url("")), "hung"), timeout_s=0.2)
     await refreshed_each_second_for_30_s(source)
-    assert hits["hung"] == 3
-    assert source.errors["timeout"] == 3
+    # Counted as the source sent them: a request cut off at 0.2 s may never reach the exporter's handler on a
+    # loaded machine (0 hits with the handler stalled by hand), so the exporter's count says nothing of the tries.
+    assert source.reads == 3
+    assert source.errors == {"timeout": 3}
+    assert hits["hung"] <= 3
 
 
+REFUSED_COSTS_UNDER_S = 30.0
+"""What a refused connection costs, however loaded the machine: far under the 60 s backoff it would otherwise wait."""
 SLOW_S = 0.2
 """How long the broken exporters take to fail: more than the tests' `cheap_failure_s`, so they are backed off."""
 
 
 async def test_a_failing_pod_is_skipped_until_its_backoff_passes(exporters: tuple[str, Counter[str]]) -> None:
     base, hits = exporters
-    source = ScrapeSource(inventory(base, "dead"), timeout_s=2, retries=ScrapeRetries(cheap_failure_s=SLOW_S / 2))
+    source = ScrapeSource(inventory(base, "dead"), timeout_s=ANSWERED_WITHIN_S,
+                          retries=ScrapeRetries(cheap_failure_s=SLOW_S / 2))
     await refreshed_each_second_for_30_s(source)
     assert hits["dead"] == 3
     assert source.errors["http"] == 3
@@ -104,7 +113,7 @@ async def test_a_failing_pod_is_skipped_until_its_backoff_passes(exporters: tupl
 
 async def test_a_body_over_the_cap_is_refused_unread(exporters: tuple[str, Counter[str]]) -> None:
     base, hits = exporters
-    source = ScrapeSource(inventory(base, "huge"), timeout_s=2)
+    source = ScrapeSource(inventory(base, "huge"), timeout_s=ANSWERED_WITHIN_S)
     try:
         (snapshot,) = await source.collect(1000.0)
     finally:
@@ -129,7 +138,10 @@ async def test_an_exporter_back_after_a_minute_of_refused_connections_is_read_at
     with socket.socket() as probe:  # a port nothing listens on, until the exporter comes back on it
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    source = ScrapeSource(inventory(f"http://127.0.0.1:{port}", "back"), timeout_s=2)
+    # A refused connection is cheap by any bar (a round trip): measured against the default 1 s, a loaded machine
+    # that stalls the adapter a second mid-connect backs it off for a minute; the rule, not the machine, is tested.
+    source = ScrapeSource(inventory(f"http://127.0.0.1:{port}", "back"), timeout_s=2,
+                          retries=ScrapeRetries(cheap_failure_s=REFUSED_COSTS_UNDER_S))
     app = web.Application()
     app.router.add_get("/{pod}/metrics", exporter)
     runner = web.AppRunner(app)

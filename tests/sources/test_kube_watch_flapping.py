@@ -21,10 +21,13 @@ from autoscaler.sources.kube_hpas import HpaWatch
 from tests.fakes.kube import FakeKubeApi
 from tests.sources.test_kube_pods import discovery
 from tests.support.waiting import eventually
+from tests.support.watch_bars import NEVER_S, watches_judged
 
 DROPS = 5
 NS = "modelmesh-serving"
 HPA_LINES = ("autoscaler.sources.kube_hpas", "HPA watch")
+REOPENED_WITHIN_S = 30.0
+"""A hang detector: the watches here are reopened 0.02 to 0.1 s after a break, or a second after a very short one."""
 
 
 @pytest.fixture
@@ -38,27 +41,31 @@ def watch_lines(caplog: pytest.LogCaptureFixture, logger: str = "autoscaler.sour
     return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == logger and watch in r.getMessage()]
 
 
-async def dropped_as_soon_as_open(kube: FakeKubeApi, resource: str) -> None:
-    """`DROPS` watches of `resource` broken as soon as they open, then one that works: it runs to its end."""
-    for _ in range(DROPS):
-        await kube.wait_for_watches(1, resource)
-        await asyncio.sleep(0.05)  # opened: its answer reached the adapter
-        kube.end_watches(abort=True)
-    await kube.wait_for_watches(1, resource)
+async def dropped_as_soon_as_open(kube: FakeKubeApi, resource: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`DROPS` watches of `resource` broken as soon as they open, then one that works: it runs to its end.
+
+    Broken before they worked, however long a loaded machine stretches the moment: the adapter judged a watch cut
+    0.05 s after it opened (by the test's clock) open a second, and so working, when a stall came between."""
+    with watches_judged(monkeypatch, works_after_s=NEVER_S, stays_open_after_s=NEVER_S):
+        for _ in range(DROPS):
+            await kube.wait_for_watches(1, resource, timeout=REOPENED_WITHIN_S)
+            await asyncio.sleep(0.05)  # opened: its answer reached the adapter
+            kube.end_watches(abort=True)
+        await kube.wait_for_watches(1, resource, timeout=REOPENED_WITHIN_S)  # the last one's break judged
     await asyncio.sleep(0.05)
     kube.end_watches()
-    await kube.wait_for_watches(1, resource)
+    await kube.wait_for_watches(1, resource, timeout=REOPENED_WITHIN_S)
 
 
 async def test_a_pod_watch_broken_as_soon_as_it_opens_is_one_warning_and_established_once_it_works(
-    kube: FakeKubeApi, caplog: pytest.LogCaptureFixture,
+    kube: FakeKubeApi, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     caplog.set_level(logging.INFO, logger="autoscaler.sources.kube_pods")
     subject = discovery(kube)
     await subject.start()
     try:
         await eventually(lambda: len(watch_lines(caplog)) == 1)  # established, said
-        await dropped_as_soon_as_open(kube, "pods")
+        await dropped_as_soon_as_open(kube, "pods", monkeypatch)
         await eventually(lambda: watch_lines(caplog)[-1][0] == "INFO" and len(watch_lines(caplog)) > 1)
     finally:
         await subject.close()
@@ -69,7 +76,7 @@ async def test_a_pod_watch_broken_as_soon_as_it_opens_is_one_warning_and_establi
 
 
 async def test_an_hpa_watch_broken_as_soon_as_it_opens_is_one_warning_and_works_again_once_it_works(
-    kube: FakeKubeApi, caplog: pytest.LogCaptureFixture,
+    kube: FakeKubeApi, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     settings = Configuration()
     settings.host = kube.url
@@ -77,7 +84,7 @@ async def test_an_hpa_watch_broken_as_soon_as_it_opens_is_one_warning_and_works_
     caplog.set_level(logging.INFO, logger="autoscaler.sources.kube_hpas")
     await subject.start()
     try:
-        await dropped_as_soon_as_open(kube, "horizontalpodautoscalers")
+        await dropped_as_soon_as_open(kube, "horizontalpodautoscalers", monkeypatch)
         await eventually(lambda: watch_lines(caplog, *HPA_LINES) != [] and watch_lines(caplog, *HPA_LINES)[-1][0]
                          == "INFO")
     finally:

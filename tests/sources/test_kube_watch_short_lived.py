@@ -29,6 +29,7 @@ from tests.sources.test_kube_watch_flapping import watch_lines
 from tests.support.background import in_background
 from tests.support.chatter import chattering_pod
 from tests.support.waiting import eventually
+from tests.support.watch_bars import NEVER_S, watches_judged
 
 NS = "modelmesh-serving"
 LABELS = {"modelmesh-service": "modelmesh-serving"}
@@ -163,27 +164,45 @@ async def test_watches_broken_again_and_again_read_closed_while_throttled(
     assert [(s.established, s.healthy) for s in reopened] == [(0.0, False)] * len(reopened), said
 
 
+async def open_to_the_adapter(kube: FakeKubeApi, metrics: AdapterMetrics, subject: KubePodDiscovery) -> None:
+    """Until the pod watch the fake has open (the one after any cut) is open to the adapter too: its answer read,
+    the gauge at 1. A cut before then breaks the request, not a watch."""
+    await kube.wait_for_watches(1, "pods", timeout=30)
+    await eventually(lambda: Said.now(metrics, subject).established == 1.0)
+
+
 async def test_a_watch_cut_a_second_or_two_after_it_opens_again_and_again_is_said_broken_once_not_at_each_cut(
     kube: FakeKubeApi,
     caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Streams cut 1.3 s after each reopen: the first `SHORT_LIVED_IN_A_ROW` cuts of a fresh watch are a restart
     storm's (each said, and the reopened watch `established`); from then on the watch is said failing until one
-    stays open `STAYED_OPEN_S`, not `established` at its second and `broken` at its cut, every time."""
+    stays open `STAYED_OPEN_S`, not `established` at its second and `broken` at its cut, every time.
+
+    Each cut comes after the watch worked and before it stayed open, whatever a loaded machine makes of "1.3 s":
+    while the cuts go on a watch works as it opens and none stays open (`watches_judged`). Cut 1.3 s after the
+    fake had it open by the test's clock, a watch the client read 0.3 s late had not worked, and one stalled past
+    3 s had stayed open."""
     cuts = SHORT_LIVED_IN_A_ROW + 4
     caplog.set_level("INFO", logger="autoscaler.sources.kube_pods")
-    subject = discovery(kube)
+    metrics = AdapterMetrics()
+    subject = discovery(kube, health=metrics)
     await subject.start()
     try:
         await eventually(lambda: len(watch_lines(caplog)) == 1)  # established, said
         await asyncio.sleep(STAYED_OPEN_S)  # the first watch stays open: its cut is not of a short-lived one
-        for _ in range(cuts):
-            await kube.wait_for_watches(1, "pods")
-            await asyncio.sleep(1.3)
-            kube.end_watches(abort=True)
-        await kube.wait_for_watches(1, "pods")
-        await asyncio.sleep(STAYED_OPEN_S + 0.2)
-        await eventually(lambda: watch_lines(caplog)[-1][0] == "INFO", timeout=3)
+        kube.end_watches(abort=True)
+        await kube.wait_for_watches(1, "pods", timeout=30)  # that cut judged, under the shipped bars
+        with watches_judged(monkeypatch, works_after_s=0.0, stays_open_after_s=NEVER_S):
+            for _ in range(cuts - 1):
+                await open_to_the_adapter(kube, metrics, subject)
+                kube.end_watches(abort=True)
+            await kube.wait_for_watches(1, "pods", timeout=30)  # the last cut judged
+        await open_to_the_adapter(kube, metrics, subject)
+        await asyncio.sleep(STAYED_OPEN_S + 0.2)  # this one stays open (on the adapter's clock too) ...
+        kube.end_watches()  # ... and ends cleanly: opened under a bar none reaches, it is judged as it ends
+        await eventually(lambda: watch_lines(caplog)[-1][0] == "INFO")
     finally:
         await subject.close()
     levels = [level for level, _ in watch_lines(caplog)]
