@@ -102,8 +102,13 @@ _SCRAPE_ONLY = ("scrape_timeout_s", "scrape_concurrency", "exporter_ca_file", "e
                 "exporter_server_name", "exporter_client_cert_file", "exporter_client_key_file")
 
 
+def _dest(field: str) -> str:
+    """The flag's dest of a settings field (`prometheus_timeout_s`: `prometheus_timeout`)."""
+    return field.removesuffix("_s")
+
+
 def _flag(field: str) -> str:
-    return "--" + field.removesuffix("_s").replace("_", "-")
+    return "--" + _dest(field).replace("_", "-")
 
 
 def _warn_settings_of_the_other_source(settings: ServeSettings) -> None:
@@ -111,13 +116,34 @@ def _warn_settings_of_the_other_source(settings: ServeSettings) -> None:
     Prometheus, while the adapter went on scraping the exporters. Said once at start; not refused, so that an
     adapter with a leftover variable that starts today still starts after an upgrade."""
     defaults = ServeSettings()
-    unused, fix = ((_PROMETHEUS_ONLY, f"--source {settings.source} (the default): add --source prometheus to read "
-                    "Prometheus") if settings.source != "prometheus" else
+    unused, fix = ((_PROMETHEUS_ONLY, _how_scrape_was_chosen(settings)) if settings.source != "prometheus" else
                    (_SCRAPE_ONLY, "--source prometheus: the adapter reads Prometheus, not the exporters"))
-    given = [_flag(name) for name in unused if getattr(settings, name) != getattr(defaults, name)]
+    given = [settings.given_as(_dest(name)) for name in unused if getattr(settings, name) != getattr(defaults, name)]
     if given:
         names = in_words(given)
         log.warning("%s %s not used with %s", names, "is" if len(given) == 1 else "are", fix)
+
+
+def _how_scrape_was_chosen(settings: ServeSettings) -> str:
+    """`--source scrape` as the user chose it, and how to read Prometheus instead. Where a `--source prometheus`
+    or `AUTOSCALER_SOURCE=prometheus` was given and a later `--source scrape` won (a Deployment's arg left below
+    the one added), "(the default): add --source prometheus" was false twice: both are named."""
+    where = dict(settings.given_by).get("source")
+    if where is None:
+        return "--source scrape (the default): add --source prometheus to read Prometheus"
+    if where.startswith("variable "):
+        return f"{settings.given_as('source')}=scrape: make it prometheus to read Prometheus"
+    replaced = [item for item in settings.overridden if item.dest == "source"]
+    earlier_flags = [f"--source {item.value}" for item in replaced if item.given_as.startswith("flag ")]
+    if earlier_flags:
+        return (f"--source scrape, the last --source given (a flag given twice keeps its last value: "
+                f"{in_words(earlier_flags)} before it did nothing): give --source once, as --source prometheus, to "
+                "read Prometheus")
+    variables = [f"{item.given_as.removeprefix('variable ')}={item.value}" for item in replaced]
+    if variables:
+        return (f"--source scrape, given on the command line, which wins over {in_words(variables)}: drop the flag, "
+                "or make it --source prometheus, to read Prometheus")
+    return "--source scrape: make it --source prometheus to read Prometheus"
 
 
 def _warn_discovery_settings_with_targets(settings: ServeSettings) -> None:

@@ -53,7 +53,9 @@ from exporter import env_flags
 from exporter.env_flags import (
     EnvFlag,
     EnvFlagError,
+    Overridden,
     namespace,
+    overridden,
     resolve_flags,
     settings_fields,
     where_given,
@@ -172,6 +174,9 @@ class ServeSettings:
     given_by: tuple[tuple[str, str], ...] = ()
     """(dest, `flag --x` or `variable AUTOSCALER_X`) of each setting given, not left at its default: what a
     message about a setting names (the policy file replacing a flag set by a variable names the variable)."""
+    overridden: tuple[Overridden, ...] = ()
+    """The values given and replaced by another, so unused: an earlier flag of the same name, or a variable under
+    its flag (`env_flags.overridden`); a message about the value in use names them (`autoscaler.preflight`)."""
 
     def given_as(self, dest: str) -> str:
         """The setting `dest` as the user gave it, `--namespaces` or `AUTOSCALER_NAMESPACES`; its flag where it
@@ -473,9 +478,11 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
     """Flags, then `AUTOSCALER_*` variables (from `environ`, default `os.environ`), then defaults."""
     v = resolve(args, environ)
     host, listen_port = v.get("listen", (_D.listen_host, _D.listen_port))
+    environ = os.environ if environ is None else environ
     return replace(
         _D, **settings_fields(_OPTIONS, v, by_hand={"listen"}), listen_host=host, listen_port=listen_port,
-        given_by=tuple(where_given(_BY_DEST.values(), vars(args), os.environ if environ is None else environ).items()),
+        given_by=tuple(where_given(_BY_DEST.values(), vars(args), environ).items()),
+        overridden=tuple(overridden(_BY_DEST.values(), vars(args), environ)),
     )
 
 

@@ -64,6 +64,30 @@ def off_flag(flag: str) -> str:
     return f"--{name.removeprefix('no-')}" if name.startswith("no-") else f"--no-{name}"
 
 
+FLAG_VALUES: Final = "_flag_values"
+"""The parsed namespace's attribute holding each flag's values in the order given, by dest (`keep_each`)."""
+
+
+def keep_each(namespace: argparse.Namespace, dest: str, value: Any) -> None:
+    """Store a flag's value as argparse does (the last one given wins), and keep each value given in
+    `FLAG_VALUES`: argparse alone dropped an earlier `--source prometheus` under a later `--source scrape`
+    without a trace, so nothing could say that the user had given both (`overridden`)."""
+    setattr(namespace, dest, value)
+    given: dict[str, list[Any]] | None = getattr(namespace, FLAG_VALUES, None)
+    if given is None:
+        given = {}
+        setattr(namespace, FLAG_VALUES, given)
+    given.setdefault(dest, []).append(value)
+
+
+class KeepEach(argparse.Action):
+    """A flag with a value, stored as argparse's own `store` does, each value kept (`keep_each`)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        keep_each(namespace, self.dest, values)
+
+
 class Switch(argparse.Action):
     """A switch and its off form, `--quiet` and `--no-quiet`, as `argparse.BooleanOptionalAction` makes them,
     for a switch spelled `--no-X` too (`--no-gpu` and `--gpu`, where BooleanOptionalAction's `--no-no-gpu` would
@@ -80,7 +104,7 @@ class Switch(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
-        setattr(namespace, self.dest, option_string == self.option_strings[0])
+        keep_each(namespace, self.dest, option_string == self.option_strings[0])
 
     def format_usage(self) -> str:
         return " | ".join(self.option_strings)
@@ -108,7 +132,8 @@ def add_flags(parser: argparse.ArgumentParser, options: Iterable[EnvFlag],
             target.add_argument(option.flag, action=Switch, help=help_text)
         else:
             metavar = option.metavar or ("SECONDS" if option.convert is seconds else None)
-            target.add_argument(option.flag, type=option.convert, default=None, metavar=metavar, help=help_text)
+            target.add_argument(option.flag, action=KeepEach, type=option.convert, default=None, metavar=metavar,
+                                help=help_text)
 
 
 def resolve_flags(options: Iterable[EnvFlag], given: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
@@ -146,6 +171,41 @@ def where_given(options: Iterable[EnvFlag], given: Mapping[str, Any], environ: M
         elif option.env in environ:
             where[option.dest] = f"variable {option.env}"
     return where
+
+
+@dataclass(frozen=True, slots=True)
+class Overridden:
+    """A value given for a setting that a later one replaced, so did nothing: an earlier flag of the same name
+    (argparse keeps the last), or the flag's variable (a flag wins over its variable)."""
+
+    dest: str
+    given_as: str
+    """`flag --some-flag` or `variable PREFIX_SOME_FLAG`, as `where_given` names it."""
+    value: Any
+    """As its flag's converter made it; a variable's text as it is where the converter refuses it."""
+
+
+def overridden(options: Iterable[EnvFlag], given: Mapping[str, Any], environ: Mapping[str, str]) -> list[Overridden]:
+    """The values given and replaced, each unlike the one in use, in the order of the options, then as given:
+    what a message names where a user set a value and another was used (two `--source`s in a Deployment's args,
+    or `AUTOSCALER_SOURCE` under a `--source` flag). `given` is the parsed namespace's `vars`."""
+    found: list[Overridden] = []
+    values: Mapping[str, list[Any]] = given.get(FLAG_VALUES) or {}
+    for option in options:
+        used = given.get(option.dest)
+        if used is None:
+            continue
+        raw = environ.get(option.env)
+        if raw is not None:
+            try:
+                from_variable = option.convert(raw)
+            except argparse.ArgumentTypeError:  # not read at all: the flag wins (`resolve_flags`)
+                from_variable = raw
+            if from_variable != used:
+                found.append(Overridden(option.dest, f"variable {option.env}", from_variable))
+        found.extend(Overridden(option.dest, f"flag {option.flag}", value)
+                     for value in values.get(option.dest, [])[:-1] if value != used)
+    return found
 
 
 _SERVICE_LINK: Final = re.compile(

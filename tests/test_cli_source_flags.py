@@ -26,13 +26,13 @@ runtimes:
 """
 
 
-def start_log(tmp_path: Path, *flags: str) -> str:
-    """What `serve` logs by the time it answers."""
+def start_log(tmp_path: Path, *flags: str, env: dict[str, str] | None = None) -> str:
+    """What `serve` logs by the time it answers (with the variables `env` set)."""
     targets, log, port = tmp_path / "targets.yaml", tmp_path / "serve.log", free_port()
     targets.write_text(TARGETS)
     args = ["autoscaler.cli", "serve", "--insecure-dev", "--workers", "0", "--listen", f"127.0.0.1:{port}",
             "--targets", str(targets), *flags]
-    with running(args, f"https://127.0.0.1:{port}/healthz", log):
+    with running(args, f"https://127.0.0.1:{port}/healthz", log, env):
         pass
     return log.read_text()
 
@@ -62,6 +62,35 @@ def test_a_kubernetes_discovery_setting_with_a_targets_file_is_named_at_start(
     nothing, without a word: the targets file names the runtimes and their pods."""
     log = start_log(tmp_path, *flags)
     assert says in log, log
+
+
+PROMETHEUS_URL = "http://127.0.0.1:9/"
+
+
+def test_a_source_given_twice_is_named_as_the_last_one_given_not_as_the_default(tmp_path: Path) -> None:
+    """A user who added `--source=prometheus` above the Deployment's `--source=scrape` read
+    '--prometheus-url is not used with --source scrape (the default): add --source prometheus': both false, as
+    they had given it; argparse keeps the last of a flag given twice, without a word (s64 reviewer)."""
+    log = start_log(tmp_path, "--source", "prometheus", "--prometheus-url", PROMETHEUS_URL, "--source", "scrape")
+    assert "source scrape" in log and "(the default)" not in log, log
+    assert ("--prometheus-url is not used with --source scrape, the last --source given (a flag given twice keeps "
+            "its last value: --source prometheus before it did nothing): give --source once, as --source "
+            "prometheus, to read Prometheus") in log, log
+    assert ("--source is given more than once, with different values: only the last one is used, the earlier ones "
+            "do nothing; give it once") in log, log
+
+
+def test_a_source_flag_over_its_variable_is_named_as_the_flag_that_won(tmp_path: Path) -> None:
+    """`AUTOSCALER_SOURCE=prometheus` in the pod spec, under the Deployment's `--source=scrape`: the flag wins
+    over its variable, and the warning called the flag's value the default and asked for what was set."""
+    log = start_log(tmp_path, "--source", "scrape",
+                    env={"AUTOSCALER_SOURCE": "prometheus", "AUTOSCALER_PROMETHEUS_URL": PROMETHEUS_URL})
+    assert "(the default)" not in log, log
+    assert ("AUTOSCALER_PROMETHEUS_URL is not used with --source scrape, given on the command line, which wins "
+            "over AUTOSCALER_SOURCE=prometheus: drop the flag, or make it --source prometheus, to read Prometheus"
+            ) in log, log
+    assert ("AUTOSCALER_SOURCE does nothing: --source is given too, with another value, and a flag wins over its "
+            "variable; drop one of them") in log, log
 
 
 def test_the_settings_of_the_source_in_use_say_nothing(tmp_path: Path) -> None:

@@ -42,8 +42,9 @@ def serve(tmp_path: Path, args: Sequence[str], python: Sequence[str] = (sys.exec
     env["HOME"] = str(tmp_path)
     if kubeconfig_variable is not None:
         env["KUBECONFIG"] = kubeconfig_variable
+    listen = [] if "--listen" in args else ["--listen", f"127.0.0.1:{free_port()}"]  # given twice: a warning
     return subprocess.run(
-        [*python, "-m", "autoscaler.cli", "serve", "--listen", f"127.0.0.1:{free_port()}", *args],
+        [*python, "-m", "autoscaler.cli", "serve", *listen, *args],
         capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
 
 
