@@ -112,8 +112,8 @@ class Refresher:
         self.metrics = metrics
         self.interval_s = interval_s
         self.window_s = window_s
-        self._clock = RunningClock(interval_s, clock, monotonic,
-                                   source_wait or SourceWait(source.name))
+        self.source_wait = source_wait or SourceWait(source.name)
+        self._clock = RunningClock(interval_s, clock, monotonic, self.source_wait)
         self._memory: dict[RuntimeKey, RuntimeMemory] = {}
         self._warming: dict[RuntimeKey, WarmUp] = {}  # runtimes with no memory yet (autoscaler.policies.warmup)
         self._recreated = RecreatedRuntimes()  # each runtime's Deployment uid, where discovery reads it
