@@ -142,15 +142,14 @@ def build_source(settings: ServeSettings, discovery: PodDiscovery) -> MetricSour
 
 def source_wait(settings: ServeSettings) -> SourceWait:
     """The source a refresh waits on, as a refresh late on it is said (`autoscaler.running_clock`), and the longest
-    one read of it may wait: Prometheus's round deadline (two timeouts and a second:
-    `sources.prometheus_reader`), the scrape's the refresh interval (`build_source`)."""
+    one read of it may wait (`ServeSettings.source_deadline_s`)."""
     if settings.source == "prometheus":
         return SourceWait(f"Prometheus at {without_password(settings.prometheus_url or '')}",
                           f"{settings.given_as('prometheus_timeout')} {settings.prometheus_timeout_s:g} s",
-                          deadline_s=2 * settings.prometheus_timeout_s + 1.0)
+                          deadline_s=settings.source_deadline_s)
     return SourceWait("the scrape of the exporters",
                       f"its deadline, {settings.given_as('refresh_interval')} {settings.refresh_interval_s:g} s",
-                      deadline_s=settings.refresh_interval_s)
+                      deadline_s=settings.source_deadline_s)
 
 
 def tls_context(settings: ServeSettings) -> ssl.SSLContext:
