@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -53,7 +54,7 @@ def test_the_refresh_stack_names_its_source_so(tmp_path: Path) -> None:
 @given(interval_s=st.floats(0.1, 3600.0), timeout_s=st.floats(0.1, 3600.0),
        source=st.sampled_from(["prometheus", "scrape"]))
 def test_the_stall_limit_outlasts_a_refresh_that_waits_its_source_to_the_deadline(
-        interval_s: float, timeout_s: float, source: str) -> None:
+        interval_s: float, timeout_s: float, source: Literal["scrape", "prometheus"]) -> None:
     """A source that answers slowly or not at all must not get the adapter restarted: its values are replaced
     at the latest an interval (the sleep after a quick refresh) plus the source's deadline after the last, and
     /livez fails only past the stall limit. At --refresh-interval 0.2 the limit was 10.6 s while a refresh whose
