@@ -31,7 +31,7 @@ from autoscaler.policies.decision import RuntimeMemory
 from autoscaler.policies.slow_fall import slow_fall
 from autoscaler.policies.warmup import WarmUp, decide_remembering
 from autoscaler.ranking_hold import RankingHold, RankingWrites
-from autoscaler.running_clock import RunningClock
+from autoscaler.running_clock import RunningClock, SourceWait
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import MetricSource
 from autoscaler.transition_log import RuntimeTransitions
@@ -102,15 +102,18 @@ class Refresher:
         window_s: float = 30.0,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
+        source_wait: SourceWait | None = None,
     ) -> None:
         """`clock`: the wall clock; `monotonic`: the clock that only moves forward, by the time that passes.
-        Both injectable, so that tests can step the one without the other."""
+        Both injectable, so that tests can step the one without the other. `source_wait`: how the source's waits
+        are named and bounded in the line of a late refresh (`autoscaler.running_clock`); by its name where None."""
         self.source = source
         self.policies = policies
         self.metrics = metrics
         self.interval_s = interval_s
         self.window_s = window_s
-        self._clock = RunningClock(interval_s, clock, monotonic)
+        self.source_wait = source_wait or SourceWait(source.name)
+        self._clock = RunningClock(interval_s, clock, monotonic, self.source_wait)
         self._memory: dict[RuntimeKey, RuntimeMemory] = {}
         self._warming: dict[RuntimeKey, WarmUp] = {}  # runtimes with no memory yet (autoscaler.policies.warmup)
         self._recreated = RecreatedRuntimes()  # each runtime's Deployment uid, where discovery reads it
@@ -163,7 +166,9 @@ class Refresher:
         gone, publish the views, and hand them to the listeners (a failing listener is logged, the rest run)."""
         started = time.perf_counter()
         reading = self._clock.read()
+        asked = self._clock.monotonic()
         snapshots = await self.source.collect(reading.wall)
+        self._clock.waited_on_source(asked)
         done = _RefreshPass(reading.wall, reading.running, self.cost_writes,
                             recreated=self._recreated.created_again((s.key, s.uid) for s in snapshots))
         for snapshot in snapshots:

@@ -34,6 +34,7 @@ from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.policy_origins import FLAG_DESTS, flag_origins
 from autoscaler.policies.policy_values import apply_overrides
 from autoscaler.refresher import Refresher, RefreshListener
+from autoscaler.running_clock import SourceWait
 from autoscaler.runtimes_outside_namespaces import namespaces_as_given, warnings_by_runtime
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.serving_names import self_signed_hosts
@@ -42,6 +43,7 @@ from autoscaler.sources.base import DiscoveryScopes, MetricSource, PodDiscovery
 from autoscaler.sources.scrape import ScrapeSource
 from autoscaler.sources.scrape_tls import exporter_client_tls
 from autoscaler.sources.targets import StaticTargetsDiscovery
+from exporter.flag_values import without_password
 from exporter.stopping import stop_tasks
 
 if TYPE_CHECKING:
@@ -138,6 +140,18 @@ def build_source(settings: ServeSettings, discovery: PodDiscovery) -> MetricSour
                         server_name=settings.exporter_server_name, client_certificate=tls.client_certificate)
 
 
+def source_wait(settings: ServeSettings) -> SourceWait:
+    """The source a refresh waits on, as a refresh late on it is said (`autoscaler.running_clock`), and the longest
+    one read of it may wait (`ServeSettings.source_deadline_s`)."""
+    if settings.source == "prometheus":
+        return SourceWait(f"Prometheus at {without_password(settings.prometheus_url or '')}",
+                          f"{settings.given_as('prometheus_timeout')} {settings.prometheus_timeout_s:g} s",
+                          deadline_s=settings.source_deadline_s)
+    return SourceWait("the scrape of the exporters",
+                      f"its deadline, {settings.given_as('refresh_interval')} {settings.refresh_interval_s:g} s",
+                      deadline_s=settings.source_deadline_s)
+
+
 def tls_context(settings: ServeSettings) -> ssl.SSLContext:
     if settings.tls_cert_file and settings.tls_private_key_file:
         return server_context(settings.tls_cert_file, settings.tls_private_key_file)
@@ -175,7 +189,8 @@ class RefreshStack:
         self.discovery = build_discovery(settings, policies, self.metrics)
         self.source = build_source(settings, self.discovery)
         self.refresher = ServingRefresher(self.source, policies, self.metrics,
-                                          interval_s=settings.refresh_interval_s, window_s=settings.window_s)
+                                          interval_s=settings.refresh_interval_s, window_s=settings.window_s,
+                                          source_wait=source_wait(settings))
         self.refresher.configured_warnings = warnings_by_runtime(settings, policies.runtimes)
         self.refresher.costs_written = settings.deletion_cost
         self.refresher.costs_unwritten = unwritten_costs_warning(settings)

@@ -198,15 +198,24 @@ class ServeSettings:
         return self.max_staleness_s or 3 * self.refresh_interval_s
 
     @property
+    def source_deadline_s(self) -> float:
+        """The longest one refresh waits on its metrics source: Prometheus's round deadline, two timeouts and a
+        second (`sources.prometheus_reader`: a refused connection tried twice, an answer trickled to the end), or
+        the scrape's, the refresh interval (`server.build_source`)."""
+        if self.source == "prometheus":
+            return 2 * self.prometheus_timeout_s + 1.0
+        return self.refresh_interval_s
+
+    @property
     def stalled_after_s(self) -> float:
         """How long the serving side waits for the refresh's next values before it calls the refresh stalled
         (`autoscaler.api.stall`): the age at which the adapter calls data stale (`--max-staleness`, default three
-        refresh intervals), plus the longest a working refresh cycle takes: the interval, or a dead Prometheus's
-        two timed-out tries when longer (a scrape's deadline is the interval); never under `MIN_STALL_S`, so that
-        a very short interval on a busy node does not get a working pod restarted."""
-        slowest = 2 * self.prometheus_timeout_s if self.source == "prometheus" else 0.0
+        refresh intervals), plus the longest a working refresh cycle takes: the interval, or the source's
+        deadline when longer (a dead Prometheus's; the two timeouts alone, a second short of it, had a trickling
+        Prometheus at a 0.2 s interval restart the pod); never under `MIN_STALL_S`, so that a very short interval
+        on a busy node does not get a working pod restarted."""
         return max(MIN_STALL_S,
-                   self.default_max_staleness_s + max(self.refresh_interval_s, slowest))
+                   self.default_max_staleness_s + max(self.refresh_interval_s, self.source_deadline_s))
 
     @property
     def serving_url(self) -> str:

@@ -17,6 +17,7 @@ from autoscaler.names import ServedMetric
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
+from autoscaler.running_clock import SourceWait
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import SourceDefaults
 
@@ -56,9 +57,33 @@ class Clocks:
         self.wall += seconds
         self.monotonic += seconds
 
-    def refresher(self, source: GpuSource, policy: RuntimePolicy) -> Refresher:
+    def refresher(self, source: GpuSource, policy: RuntimePolicy, source_wait: SourceWait | None = None) -> Refresher:
         return Refresher(source, PolicyBook(policy), AdapterMetrics(), interval_s=INTERVAL_S,
-                         clock=lambda: self.wall, monotonic=lambda: self.monotonic)
+                         clock=lambda: self.wall, monotonic=lambda: self.monotonic, source_wait=source_wait)
+
+
+PROMETHEUS = SourceWait("Prometheus at http://127.0.0.1:22597", "--prometheus-timeout 50 s", deadline_s=101.0)
+"""The reviewer's Prometheus: it accepts connections and never answers, a query given up after 50 s."""
+
+
+class HungSource(GpuSource):
+    """A source each read of which takes `hangs_s` of the clocks' time before it answers (its pods' reads
+    failed): a Prometheus that accepted the connection and never answered, until its timeout."""
+
+    def __init__(self, clocks: Clocks, hangs_s: float) -> None:
+        super().__init__(busy=0.2)
+        self.down = {f"pod-{i}" for i in range(6)}
+        self.clocks = clocks
+        self.hangs_s = hangs_s
+
+    async def collect(self, now: float) -> list[RuntimeSnapshot]:
+        self.clocks.passes(self.hangs_s)
+        return await super().collect(now)
+
+
+def late_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.levelno >= logging.WARNING and r.getMessage().startswith("no refresh for")]
 
 
 def desired(refresher: Refresher) -> float | None:
@@ -136,3 +161,64 @@ async def test_a_forward_step_does_not_end_the_warm_up_grace_early() -> None:
     clocks.passes(INTERVAL_S)
     await refresher.refresh_once()  # the grace is over: served, not below the 6 replicas that run
     assert refresher.views[KEY].known and desired(refresher) == 6.0
+
+
+async def test_refreshes_late_from_a_hung_prometheus_blame_it_once_not_the_cpu(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The reviewer's run: every refresh waited its 50 s timeout on a Prometheus that never answers, and each said
+    'the adapter was stopped or starved of CPU' (the docs then said to raise the CPU limit)."""
+    clocks = Clocks()
+    source = HungSource(clocks, hangs_s=50.0)
+    refresher = clocks.refresher(source, RuntimePolicy(), PROMETHEUS)
+    with caplog.at_level(logging.WARNING, logger="autoscaler"):
+        for _ in range(4):  # back to back, as the loop runs them when each took longer than its interval
+            await refresher.refresh_once()
+    assert "starved of CPU" not in caplog.text
+    (line,) = late_lines(caplog)
+    assert "no refresh for 50 s (every 15 s expected)" in line, line
+    assert "waited 50 s on the metrics source, Prometheus at http://127.0.0.1:22597 (--prometheus-timeout 50 s" in line
+
+    caplog.clear()
+    source.hangs_s = 0.0  # it answers again: a refresh on time ends the run of late ones
+    with caplog.at_level(logging.WARNING, logger="autoscaler"):
+        clocks.passes(INTERVAL_S)
+        await refresher.refresh_once()
+        source.hangs_s = 50.0
+        for _ in range(3):
+            await refresher.refresh_once()
+    assert len(late_lines(caplog)) == 1 and "starved of CPU" not in caplog.text, caplog.text
+
+
+async def test_a_stop_between_refreshes_that_wait_on_the_source_is_still_the_adapter_stopped(
+        caplog: pytest.LogCaptureFixture) -> None:
+    clocks = Clocks()
+    refresher = clocks.refresher(HungSource(clocks, hangs_s=50.0), RuntimePolicy(), PROMETHEUS)
+    await refresher.refresh_once()
+    clocks.passes(600.0)  # SIGSTOP after a wait on the source: 650 s between the two refreshes
+    with caplog.at_level(logging.WARNING, logger="autoscaler"):
+        await refresher.refresh_once()
+    (line,) = late_lines(caplog)
+    assert "no refresh for 650 s" in line and "the adapter was stopped or starved of CPU" in line, line
+
+
+async def test_a_wait_on_the_source_past_its_deadline_is_the_adapter_stopped(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A wait on the source ends at its deadline (101 s: two timeouts and a second) at the latest: a read that took
+    300 s was 199 s of a process stopped (or starved) while it waited, not Prometheus."""
+    clocks = Clocks()
+    refresher = clocks.refresher(HungSource(clocks, hangs_s=300.0), RuntimePolicy(), PROMETHEUS)
+    await refresher.refresh_once()
+    with caplog.at_level(logging.WARNING, logger="autoscaler"):
+        await refresher.refresh_once()
+    (line,) = late_lines(caplog)
+    assert "no refresh for 300 s" in line and "the adapter was stopped or starved of CPU" in line, line
+
+
+async def test_an_adapter_stopped_between_refreshes_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    clocks = Clocks()
+    refresher, _ = await falling(clocks)
+    clocks.passes(600.0)
+    with caplog.at_level(logging.WARNING, logger="autoscaler"):
+        await refresher.refresh_once()
+    (line,) = late_lines(caplog)
+    assert line.startswith("no refresh for 600 s (every 15 s expected): the adapter was stopped or starved of CPU")

@@ -6,6 +6,7 @@ clock stepped in between, and the GPU busy the six pods then report."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from autoscaler.names import ServedMetric
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from tests.policies.builders import PROPERTIES
-from tests.test_refresher_clock import INTERVAL_S, KEY, Clocks, GpuSource
+from tests.test_refresher_clock import INTERVAL_S, KEY, PROMETHEUS, Clocks, GpuSource, HungSource
 
 CAP_S = 3 * INTERVAL_S
 """What a pause counts for at most (three refresh intervals): longer gaps are what the filled-in run splits."""
@@ -84,3 +85,64 @@ def test_a_pause_or_a_step_never_lowers_a_value_below_what_refreshing_on_time_th
             if value is not None and other is not None:
                 # (a gap split in parts decays in several products: the same fall, a rounding apart)
                 assert value >= other - 1e-9 * abs(other), (index, metric, value, other, schedule[: index + 1])
+
+
+@dataclass(frozen=True)
+class Gap:
+    """What passed before a refresh: `waited_s` inside the refresh before it, on a source that answered within its
+    deadline, and `own_s` after it, the adapter's own: on time (at most an interval) or stopped (past the cap)."""
+
+    waited_s: float
+    own_s: float
+
+
+GAPS = st.lists(st.builds(
+    Gap,
+    waited_s=st.one_of(st.just(0.0), st.floats(0.0, PROMETHEUS.deadline_s)),
+    own_s=st.one_of(st.floats(0.0, INTERVAL_S), st.floats(CAP_S + 1, 4000.0)),
+), min_size=1, max_size=12)
+
+
+async def late_lines_said(gaps: Sequence[Gap]) -> list[list[str]]:
+    """The 'no refresh for' lines each refresh after the first said, one list a gap."""
+    clocks = Clocks()
+    source = HungSource(clocks, hangs_s=0.0)
+    refresher = clocks.refresher(source, RuntimePolicy(), PROMETHEUS)
+    said: list[list[str]] = []
+    handler = _Lines()
+    logging.getLogger("autoscaler.running_clock").addHandler(handler)
+    try:
+        for gap in gaps:
+            source.hangs_s = gap.waited_s
+            await refresher.refresh_once()
+            clocks.passes(gap.own_s)
+            handler.lines.clear()
+            source.hangs_s = 0.0
+            await refresher.refresh_once()
+            said.append([line for line in handler.lines if line.startswith("no refresh for")])
+    finally:
+        logging.getLogger("autoscaler.running_clock").removeHandler(handler)
+    return said
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@PROPERTIES
+@given(gaps=GAPS)
+def test_a_gap_is_called_a_stopped_adapter_exactly_when_the_adapter_itself_was_stopped(gaps: list[Gap]) -> None:
+    """However long the source made a refresh wait within its deadline, the adapter is said stopped or starved
+    of CPU only where it was: a line each time, and no other line then."""
+    said = asyncio.run(late_lines_said(gaps))
+    for gap, lines in zip(gaps, said, strict=True):
+        starved = [line for line in lines if "stopped or starved of CPU" in line]
+        if gap.own_s > CAP_S:
+            assert len(starved) == 1 and len(lines) == 1, (gap, lines)
+        else:
+            assert not starved, (gap, lines)
