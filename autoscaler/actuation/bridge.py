@@ -265,12 +265,12 @@ class ReplicaBridge:
         for key, scale in changed.items():
             memory = self._memory.get(key)
             if key in self._drifted:  # its runtime was set behind our back: reconciled whatever the spec
-                if not self._refused_at(key, memory, self._drifted[key]):
+                if not self._refused_at(key, memory, self._drifted[key]) and not self._fought_now(key, memory):
                     todo[key] = self._drifted_ask(key, scale, listed)
                     continue
                 del self._drifted[key]
                 if memory is not None and not older_generation(memory.generation, generation(scale)):
-                    continue  # only the drift brought it, and its set-back waits for its retry
+                    continue  # only the drift brought it: its set-back waits for its retry, or the full pass
             version = (scale.get("metadata") or {}).get("resourceVersion")
             if (memory is not None and memory.own_write(version)
                     and not older_generation(memory.generation, generation(scale))):
@@ -289,6 +289,17 @@ class ReplicaBridge:
         adapter's reads and write take longer), handed over before the refusal was known."""
         return (memory is not None and memory.asked is not None and memory.scale is not None
                 and memory.refused_at == (memory.asked[0], found) and self._retries.waits(key, memory.scale))
+
+    def _fought_now(self, key: ScaleId, memory: ScaleMemory | None) -> bool:
+        """Whether RuntimeScale `key`'s runtime, set behind the bridge's back, is fought over (`ScaleMemory.fought`)
+        as its hand-over is taken, saying the fight if so: asked in `runtime_changed` of each event, and again
+        here, where the set-backs are all answered and counted (one pass at a time). An event that came while the
+        last set-back within the cap was unanswered (a slow API server: the other writer puts its value back as
+        soon as the set-back is stored) was handed over as a hand edit, and set back once more than the cap."""
+        if memory is None or (fought := memory.fought(self._clock())) is None:
+            return False
+        self._say_fight(key, memory, self._drifted[key], fought)
+        return True
 
     def _drifted_ask(self, key: ScaleId, waiting: JSON, listed: dict[ScaleId, JSON]) -> JSON:
         """The newest spec known of RuntimeScale `key`, whose runtime was set behind the bridge's back: the one

@@ -6,7 +6,9 @@ something else happen in the cluster while a client is mid-way through its work.
 authentication, so an injected failure answers even an unauthenticated request, as an overloaded real server would.
 A trigger (`on_request`) runs a test's action when a matching request arrives, before it is answered: "the HPA
 writes while the fifth status write is in flight" without guessing at timings; `hold_answer` keeps a request
-unanswered until the test releases it: "answered after the client renewed its credential". `forbid` refuses a verb
+unanswered until the test releases it: "answered after the client renewed its credential"; with `applied=True`
+after the server applied it (a write stored, its watch event sent): "another writer puts its value back while the
+client waits for its write's answer", a slow answer rather than a slow request. `forbid` refuses a verb
 on a resource in a namespace with RBAC's own 403 message, naming the object, the user and the missing
 permission, as a missing Role does: `get` refuses every read (one object, a list, a watch); `list` and `watch`
 refuse only reads of a collection, or only its watches, in RBAC's words for that verb (`cannot list resource
@@ -156,13 +158,15 @@ class Delay:
 
 @dataclass(slots=True)
 class HeldAnswer:
-    """Matching requests kept unanswered until `release()`; `hits` counts the requests it held."""
+    """Matching requests kept unanswered until `release()`; `hits` counts the requests it held. `applied`: held
+    after the server applied the request (its answer withheld), not before."""
 
     pattern: re.Pattern[str]
     times: int | None
     method: str | None
     hits: int = 0
     released: asyncio.Event = field(default_factory=asyncio.Event)
+    applied: bool = False
 
     def applies(self, method: str, path: str) -> bool:
         if self.times is not None and self.hits >= self.times:
@@ -248,10 +252,12 @@ class FaultInjection:
         self.delays.append(entry)
         return entry
 
-    def hold_answer(self, path_regex: str, times: int | None = 1, method: str | None = None) -> HeldAnswer:
+    def hold_answer(self, path_regex: str, times: int | None = 1, method: str | None = None, *,
+                    applied: bool = False) -> HeldAnswer:
         """Keep the next `times` matching requests (None: all) unanswered until the returned `HeldAnswer.release()`
-        (or `clear_faults()`); then they are authenticated and answered as any other."""
-        entry = HeldAnswer(re.compile(path_regex), times, method.upper() if method else None)
+        (or `clear_faults()`); then they are authenticated and answered as any other. `applied`: authenticated
+        and applied first (a write stored, its watch event sent), only the answer held until the release."""
+        entry = HeldAnswer(re.compile(path_regex), times, method.upper() if method else None, applied=applied)
         self.held_answers.append(entry)
         return entry
 
@@ -336,11 +342,7 @@ class FaultInjection:
                 entry.hits += 1
                 await asyncio.sleep(entry.seconds)
                 break
-        for held in self.held_answers:
-            if held.applies(request.method, request.path):
-                held.hits += 1
-                await held.released.wait()
-                break
+        await self._hold(request, applied=False)
         for fault in self.faults:
             if fault.applies(request.method, request.path):
                 fault.hits += 1
@@ -349,6 +351,16 @@ class FaultInjection:
         for rule in self.forbidden:
             if (error := rule.error(request.method, request.path, watch)) is not None:
                 raise error
+
+
+    async def _hold(self, request: web.Request, *, applied: bool) -> None:
+        """Wait for the release of the first matching held answer of its kind: before the request is applied
+        (`_inject`), or after, its answer ready (the middleware, `applied=True`)."""
+        for held in self.held_answers:
+            if held.applied == applied and held.applies(request.method, request.path):
+                held.hits += 1
+                await held.released.wait()
+                break
 
 
 def _fault_error(fault: Fault) -> ApiError:

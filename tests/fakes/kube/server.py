@@ -181,7 +181,8 @@ class FakeKubeApi(ClusterControls, KServeControls, AuthReviews, Subresources, Fa
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        """Record, then delay / fail as injected, then authenticate; any ApiError becomes its Status answer."""
+        """Record, then delay / fail as injected, then authenticate; any ApiError becomes its Status answer, held
+        where a test holds it after the request was applied (`hold_answer(applied=True)`)."""
         record = await self._record(request)
         try:
             await self._inject(request)
@@ -189,6 +190,7 @@ class FakeKubeApi(ClusterControls, KServeControls, AuthReviews, Subresources, Fa
             response: web.StreamResponse = await handler(request)
         except ApiError as error:
             response = json_response(error.status(), status=error.code, headers=error.headers)
+        await self._hold(request, applied=True)
         self._answered(record, response.status)
         return response
 
