@@ -547,6 +547,26 @@ async def test_a_held_answer_keeps_the_matching_request_unanswered_until_release
     assert held.hits == 1
 
 
+async def test_an_answer_held_after_it_was_applied_leaves_the_write_stored_and_watched(kube: FakeKubeApi) -> None:
+    """`hold_answer(applied=True)`: an API server slow to answer a write it already committed. The write is in the
+    store and its watch event sent while the client still waits; the release answers it as applied."""
+    kube.add_pod(NS, "p")
+    before = kube.resource_version
+    held = kube.hold_answer(r"/pods/p$", method="PATCH", applied=True)
+    cost = {"metadata": {"annotations": {"controller.kubernetes.io/pod-deletion-cost": "7"}}}
+    patch = asyncio.create_task(raw(kube, "PATCH", f"/api/v1/namespaces/{NS}/pods/p", json=cost,
+                                    headers={"Content-Type": "application/merge-patch+json"}))
+    await eventually(lambda: held.hits == 1)
+    await eventually(lambda: kube.pod_annotations(NS, "p").get("controller.kubernetes.io/pod-deletion-cost") == "7")
+
+    assert not patch.done()
+    assert [(pod["metadata"]["name"], pod["metadata"]["annotations"]) for pod in kube.changes("pods", before)] == [
+        ("p", {"controller.kubernetes.io/pod-deletion-cost": "7"})]
+    held.release()
+    status, body, _ = await patch
+    assert (status, body["metadata"]["annotations"]["controller.kubernetes.io/pod-deletion-cost"]) == (200, "7")
+
+
 async def test_a_trigger_changes_the_store_before_the_matching_request_is_answered(kube: FakeKubeApi) -> None:
     """`on_request`: the third GET of the pod finds what the action wrote, once; the first two pass."""
     kube.add_pod(NS, "p")
