@@ -17,6 +17,7 @@ from autoscaler.actuation.writes_off import why_nothing_is_written
 from autoscaler.log_lists import in_words
 from autoscaler.settings import ServeSettings
 from autoscaler.sources.targets import TargetsFileError, load_targets
+from exporter.env_flags import overridden_said
 
 AUTHENTICATION: Final = (
     "requestheader_client_ca_file", "requestheader_allowed_names", "requestheader_username_headers",
@@ -67,24 +68,7 @@ def unused_settings(settings: ServeSettings) -> list[str]:
         said.append(f"{said_as('refresh_nice')} does nothing with {said_as('workers')} 0: the refresh shares the one "
                     "process with serving, so there is no refresh process to lower; leave it out, or give "
                     "--workers 1 or more for serving processes that run ahead of the refresh")
-    return said + _overridden_values(settings)
-
-
-def _overridden_values(settings: ServeSettings) -> list[str]:
-    """A warning for each flag given again with another value, and each variable under a flag of another value:
-    argparse keeps a flag's last value and a flag wins over its variable, both without a word, so an added
-    `--source=prometheus` above a Deployment's `--source=scrape`, or `AUTOSCALER_SOURCE=prometheus` under it,
-    left the adapter scraping. The values are not named: a header or a URL may hold a secret."""
-    said = []
-    for dest, where in dict.fromkeys((item.dest, item.given_as) for item in settings.overridden):
-        flag = settings.given_as(dest)
-        if where.startswith("flag "):
-            said.append(f"{flag} is given more than once, with different values: only the last one is used, the "
-                        "earlier ones do nothing; give it once")
-        else:
-            said.append(f"{where.removeprefix('variable ')} does nothing: {flag} is given too, with another value, "
-                        "and a flag wins over its variable; drop one of them")
-    return said
+    return said + overridden_said(settings.overridden, settings.given_as)
 
 
 def _plain_http_only(settings: ServeSettings) -> str | None:

@@ -208,6 +208,24 @@ def overridden(options: Iterable[EnvFlag], given: Mapping[str, Any], environ: Ma
     return found
 
 
+def overridden_said(items: Iterable[Overridden], flag_named: Callable[[str], str]) -> list[str]:
+    """A warning for each flag given again with another value, and each variable under a flag of another value
+    (`overridden`), both programs' words: argparse keeps a flag's last value and a flag wins over its variable, both
+    without a word, so an added `--source=prometheus` above a Deployment's `--source=scrape`, or
+    `AUTOSCALER_SOURCE=prometheus` under it, left the adapter scraping. `flag_named(dest)` names the flag. The
+    values are not named: a header or a URL may hold a secret."""
+    said = []
+    for dest, where in dict.fromkeys((item.dest, item.given_as) for item in items):
+        flag = flag_named(dest)
+        if where.startswith("flag "):
+            said.append(f"{flag} is given more than once, with different values: only the last one is used, the "
+                        "earlier ones do nothing; give it once")
+        else:
+            said.append(f"{where.removeprefix('variable ')} does nothing: {flag} is given too, with another value, "
+                        "and a flag wins over its variable; drop one of them")
+    return said
+
+
 _SERVICE_LINK: Final = re.compile(
     r".*_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)")
 """The variables the kubelet puts in every container for each Service of its namespace (`<NAME>_SERVICE_HOST`,

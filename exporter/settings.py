@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final, NoReturn
 
 from exporter import env_flags
-from exporter.env_flags import EnvFlag, EnvFlagError, resolve_flags, settings_fields
+from exporter.env_flags import EnvFlag, EnvFlagError, Overridden, overridden, resolve_flags, settings_fields
 from exporter.flag_values import (
     LOAD_WINDOW_RANGE_S,
     LOG_LEVELS,
@@ -113,6 +113,9 @@ class ExporterSettings:
     tls_client_ca_file: Path | None = None
     """Where given, /metrics answers only clients whose certificate chains to this CA (`exporter.metrics_tls`)."""
     log_level: str = "INFO"
+    overridden: tuple[Overridden, ...] = ()
+    """The values given and replaced by another (an earlier flag of the name, a variable under its flag), which
+    argparse drops without a word: named at start (`exporter.startup.serve`)."""
 
 
 def setting(flag: str, value: str = "") -> str:
@@ -309,6 +312,11 @@ _OPTIONS: Final = (
     _Option("--log-level", log_level, f"log level: {', '.join(LOG_LEVELS)}", _D.log_level, "LEVEL"),
 )
 _BY_DEST: Final = {option.dest: option for option in _OPTIONS}
+
+
+def flag_of(dest: str) -> str:
+    """The flag of the setting `dest`, as a warning about a value given for it names it."""
+    return _BY_DEST[dest].flag
 _PLACED_BY_HAND: Final = frozenset({"listen", "gpu_pod_name", "gpu_pod_namespace", "pod_name", "pod_namespace",
                                     "pod_uid"})
 """The flags `parse_settings` places itself: `--listen` in two fields, this pod's facts checked together
@@ -395,6 +403,7 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
         _D, **settings_fields(_OPTIONS, values, by_hand=_PLACED_BY_HAND), listen_host=listen[0], listen_port=listen[1],
         pod_name=gpu_pod_name, pod_namespace=gpu_pod_namespace,
         identity=PodIdentity(values.get("pod_namespace"), values.get("pod_name"), values.get("pod_uid")),
+        overridden=tuple(overridden(_BY_DEST.values(), args, os.environ if environ is None else environ)),
     )
 
 

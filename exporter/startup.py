@@ -16,7 +16,8 @@ log = logging.getLogger("exporter")
 
 
 def serve(argv: list[str] | None) -> None:
-    from exporter.settings import parse_settings, setting, unknown_variables
+    from exporter.env_flags import overridden_said
+    from exporter.settings import flag_of, parse_settings, setting, unknown_variables
 
     settings = parse_settings(argv)  # before aiohttp loads: `--help` or a refused flag at once
     from exporter.app import build_app, run
@@ -27,6 +28,8 @@ def serve(argv: list[str] | None) -> None:
         level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     for warning in unknown_variables():
+        log.warning("%s", warning)
+    for warning in overridden_said(settings.overridden, flag_of):
         log.warning("%s", warning)
     from exporter.stack_dumps import StackDumps
 

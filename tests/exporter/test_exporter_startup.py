@@ -21,9 +21,10 @@ def start_on_busy_port(*args: str, variables: dict[str, str] | None = None) -> s
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
+        # each flag once: a flag given twice with different values is warned about (a line more)
+        modelmesh_url = [] if "--modelmesh-url" in args else ["--modelmesh-url", "http://127.0.0.1:1/metrics"]
         return subprocess.run(
-            [*exporter_command(), "--listen", f"127.0.0.1:{port}", "--no-gpu",
-             "--modelmesh-url", "http://127.0.0.1:1/metrics", *args],
+            [*exporter_command(), "--listen", f"127.0.0.1:{port}", "--no-gpu", *modelmesh_url, *args],
             capture_output=True, text=True, timeout=30, env=env)
 
 
