@@ -270,8 +270,10 @@ class PrometheusSource(SourceDefaults):
         try:
             answers, seen = await self._read(inventory, now)
         except PrometheusSourceError as error:
+            self._missing.unanswered()  # a pod's grace runs from the next answer with series
             if self._empty.holds(error, now):  # `prometheus_empty_answer`: held (for a while), not an outage
                 self._count(error.reason)
+                self._recovered()  # it answers (a restart on an empty TSDB ends an outage of no answers)
                 self._empty.held(error, now)
                 answers, seen, backend_ok, held = {}, set(), True, True
             else:
