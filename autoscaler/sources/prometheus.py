@@ -495,6 +495,7 @@ class PrometheusSource(SourceDefaults):
             cache_used_ratio=fields["cache_used_ratio"],
             models_loaded=fields["models_loaded"],
             recent_models=recent,
+            no_gpu_collector=ref in self._reader.no_gpu_collector,  # its GPU absent, not missing (`prometheus_no_gpu`)
         ), models_garbled
 
     def _recent_models(self, ref: PodRef, offset: float, sampled_at: float) -> tuple[dict[str, float] | None, bool]:
