@@ -32,7 +32,8 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
   from them, a `partial` problem in /debug (`problems`; `prometheus_partial`).
 - a Ready pod has no series while others of its runtime have them: named in the log once it is `max_staleness_s`
   old (and when it has series again), an `unseen` problem of the pod in /debug meanwhile (`prometheus_missing_pods`);
-  not an error.
+  not an error. So is a signal's series Prometheus stopped having for a Ready pod whose other series it has (a
+  relabelling that drops it), named with the series (`prometheus_dropped_series`).
 - none of a runtime's Ready pods has series for UNSEEN_WARN_AFTER_S while other runtimes' pods have them
   (its namespace left out of what Prometheus scrapes): logged once, naming the runtime; not an error
   (`prometheus_unseen`).
@@ -95,6 +96,7 @@ from autoscaler.sources.held_gpu import with_gpu_read, with_last_gpu
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, PrometheusSourceError
 from autoscaler.sources.prometheus_current import NEWEST_SCRAPE_SERIES
 from autoscaler.sources.prometheus_dcgm import DcgmUnmatched
+from autoscaler.sources.prometheus_dropped_series import DroppedSeries
 from autoscaler.sources.prometheus_empty_answer import EmptyAfterGood
 from autoscaler.sources.prometheus_garbage import PrometheusGarbage
 from autoscaler.sources.prometheus_lookback import LookbackCheck
@@ -241,6 +243,7 @@ class PrometheusSource(SourceDefaults):
         self._recreated = RecreatedRuntimes()
         self._lookback = LookbackCheck(self._url, max_staleness_s)
         self._missing = MissingPods(self._url, max_staleness_s)
+        self._dropped = DroppedSeries(self._url, max_staleness_s)
 
     @property
     def outage_since(self) -> float | None:
@@ -270,8 +273,10 @@ class PrometheusSource(SourceDefaults):
         try:
             answers, seen = await self._read(inventory, now)
         except PrometheusSourceError as error:
+            self._missing.unanswered()  # a pod's grace runs from the next answer with series
             if self._empty.holds(error, now):  # `prometheus_empty_answer`: held (for a while), not an outage
                 self._count(error.reason)
+                self._recovered()  # it answers (a restart on an empty TSDB ends an outage of no answers)
                 self._empty.held(error, now)
                 answers, seen, backend_ok, held = {}, set(), True, True
             else:
@@ -303,6 +308,7 @@ class PrometheusSource(SourceDefaults):
             self._unseen.note(inventory, answered, now)
             if not self._reader.warnings:  # a partial answer's missing pods are `partial`'s
                 self._missing.note(inventory, answered, self._reader.other_pods, self._last, now)
+                self._dropped.note(inventory, answers, seen, now)
             if self._gpu_source == "dcgm":
                 self._dcgm_unmatched.note(answers["gpu_busy"], seen, now)
         self._forget_vanished(inventory)
@@ -323,8 +329,8 @@ class PrometheusSource(SourceDefaults):
             problems += (partial,)
         elif (unseen := self._unseen.problem(key)) is not None:
             problems += (unseen,)
-        return (problems + self._missing.problems(key) + self._other_pods.problems(key) + self._garbage.problems(key)
-                + self._modelmesh_failing.problems(key))
+        return (problems + self._missing.problems(key) + self._dropped.problems(key) + self._other_pods.problems(key)
+                + self._garbage.problems(key) + self._modelmesh_failing.problems(key))
 
     async def close(self) -> None:
         """Release the HTTP connections."""
@@ -489,6 +495,7 @@ class PrometheusSource(SourceDefaults):
             cache_used_ratio=fields["cache_used_ratio"],
             models_loaded=fields["models_loaded"],
             recent_models=recent,
+            no_gpu_collector=ref in self._reader.no_gpu_collector,  # its GPU absent, not missing (`prometheus_no_gpu`)
         ), models_garbled
 
     def _recent_models(self, ref: PodRef, offset: float, sampled_at: float) -> tuple[dict[str, float] | None, bool]:
@@ -523,6 +530,7 @@ class PrometheusSource(SourceDefaults):
         self._garbage.forget(known, inventory)
         self._other_pods.forget(known)
         self._modelmesh_failing.forget(known)
+        self._dropped.forget(known)
         for key in self._unseen.runtimes() - inventory.keys():
             self.forget(key)
 

@@ -10,7 +10,11 @@ So after a good round the source asks once more at once (a load balancer may sen
 and if that is empty too it holds every pod's last sample: the round is not an outage, the samples age as in
 any gap and turn stale after `max_staleness_s` (values may then rise but never fall), and the log names the
 likely causes beside the old hint. A Prometheus that never answered with series keeps the outage and its
-message: there the scrape configuration is the likely cause.
+message: there the scrape configuration is the likely cause. A Prometheus that gave no answer in between (refused
+connections, timeouts, HTTP errors: no word on its series) is still one whose last answer had series: stopped, then
+started on an empty TSDB (the emptyDir of a new pod), it is that restart, and is held the same way. Treated as a
+Prometheus that never answered with series, its first empty answer read as `now fails otherwise (empty)` with the
+scrape-configuration hint (PodMonitor, NetworkPolicy), and the documented hold was never said.
 
 The hold lasts `HOLD_LIMIT_S` at most. Without a limit, losing every series for good (a PodMonitor deleted, a
 NetworkPolicy or a relabelling that stops the scrapes, Thanos with every store down) read as "not an outage"
@@ -51,7 +55,8 @@ class EmptyAfterGood:
 
     def __init__(self, url: str, quiet_s: float) -> None:
         self._url = url
-        self._answered = False  # the last round had series (or was held after one that had them)
+        self._answered = False  # its last answer had series (or was held after one that had them)
+        self._unanswered = False  # it gave no answer at all since (an outage of no answers: `failed`)
         self._held = OutageLog(quiet_s)  # runs of held rounds, logged as outages are (flaps counted, not logged)
         self._lost_since: float | None = None  # the start of a run of held rounds that became an outage
 
@@ -73,15 +78,16 @@ class EmptyAfterGood:
             log.debug("Prometheus answered empty again (holding last samples): %s", error.detail)
             return
         more = self._held.line_written(REASON_EMPTY, now)
+        when = "before it stopped answering" if self._unanswered else "a refresh ago"
         log.warning(
-            "Prometheus at %s answered no series for the pods it had series for a refresh ago, twice in a row; "
+            "Prometheus at %s answered no series for the pods it had series for %s, twice in a row; "
             "holding every pod's last sample, not an outage, for up to %.0f s (values turn stale after "
             "max_staleness_s, and never fall for it); then it is one. This is %s. If it lasts: %s%s",
-            self._url, HOLD_LIMIT_S, LIKELY_CAUSES, error.detail, more)
+            self._url, when, HOLD_LIMIT_S, LIKELY_CAUSES, error.detail, more)
 
     def answered(self, now: float) -> None:
         """A round with series: the end of a run of held rounds, said when its start was."""
-        self._answered, self._lost_since = True, None
+        self._answered, self._unanswered, self._lost_since = True, False, None
         since = self._held.since
         if since is not None and self._held.recovered():
             log.info("Prometheus at %s answers with series again after %.0f s", self._url, now - since)
@@ -90,8 +96,12 @@ class EmptyAfterGood:
         """An outage, `error` as it is to be said: an empty answer after it is no longer one right after good
         answers. One after a run of held rounds (until a round has series again) says how long the series have
         been lost and the likely causes (the hold's line said them once, maybe long ago) beside the hint, in the
-        log and in /debug."""
-        self._answered = False
+        log and in /debug. A failure that is no answer (no connection, a timeout, an HTTP error) outside a held run
+        says nothing of its series: the next empty answer is still one after answers that had them."""
+        if error.reason == REASON_EMPTY or self._held.since is not None:
+            self._answered = False
+        else:
+            self._unanswered = True
         if self._held.since is not None:  # the run ends as an outage, whose own lines follow: no "answers again"
             self._lost_since = self._held.since
             self._held.recovered()

@@ -6,7 +6,10 @@ The scrape source names a pod whose scrape fails, with its URL and why; with Pro
 answers only made the runtime's line say `1 of 10 ready pods stale; holding values`, and /debug said nothing of
 the pod. The usual causes are Prometheus's: the pod's target down or not discovered yet, its series relabelled or
 dropped. A new pod is not scraped for a scrape interval or two, so the log waits until the pod is as old as
-`max_staleness_s` (the default policy's: the pod then counts as stale), as its runtime's line does. A runtime none
+`max_staleness_s` (the default policy's: the pod then counts as stale), as its runtime's line does. That age runs
+from when Prometheus answered again where it answered nothing meanwhile (an outage, a restart on an empty TSDB):
+a restarted Prometheus scrapes one pod before another, and the other's last sample, from before the outage, made
+the first answer name it, then the next say it had series again. A runtime none
 of whose Ready pods has series is `prometheus_unseen`'s, and a pod whose series are another pod's is
 `prometheus_other_pod`'s; neither is said again here. Nor is a pod whose exporter Prometheus scrapes but which says
 it never read ModelMesh (no series of load, none of its success time): the cause is known, and
@@ -48,6 +51,12 @@ class MissingPods:
         self._since: dict[PodRef, float] = {}  # missing pods, since the first answer without them
         self._said: set[PodRef] = set()  # those the log named
         self._pods: dict[RuntimeKey, list[str]] = {}  # the missing pods by runtime, for /debug
+        self._answering_since: float | None = None  # the first of the good rounds since Prometheus last had none
+
+    def unanswered(self) -> None:
+        """A round with no series (Prometheus failing, or an empty answer held): a pod's age for the log runs again
+        from the next good round, not from its sample from before."""
+        self._answering_since = None
 
     def note(self, inventory: Mapping[RuntimeKey, RuntimeInventory], seen: Collection[PodRef],
              left_out: Collection[PodRef], last: Mapping[PodRef, PodSample], now: float) -> None:
@@ -55,6 +64,7 @@ class MissingPods:
         series are said otherwise (another pod's); `last`, each pod's last good sample."""
         missing: dict[PodRef, float] = {}
         self._pods = {}
+        answering_since = self._answering_since = now if self._answering_since is None else self._answering_since
         for key, runtime in inventory.items():
             ready = [(key.namespace, pod.name) for pod in runtime.pods if pod.ready]
             if not any(ref in seen for ref in ready):
@@ -68,7 +78,7 @@ class MissingPods:
             log.info("Prometheus at %s has series again for %s", self._url, _named(back))
         self._said.intersection_update(missing)  # a pod gone from discovery, or its whole runtime unseen: no line
         stale = [ref for ref, since in missing.items() if ref not in self._said
-                 and now - _sampled_at(last.get(ref), since) >= self._max_staleness_s]
+                 and now - max(_sampled_at(last.get(ref), since), answering_since) >= self._max_staleness_s]
         if stale:
             log.warning(
                 "Prometheus at %s has no %s series for %s (Ready, listed by discovery) while it has them for other "

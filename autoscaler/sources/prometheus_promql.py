@@ -19,7 +19,9 @@ signals has none) falls back to the scrape time of its request rate. Beside the 
 series for each pod whose `modelmesh_exporter_pod_info` names another pod (`prometheus_other_pod`), which the
 source leaves out. The GPU signal has its own freshness query:
 the exporter's `collector="gpu"` timestamp (same minimum, same scrape), or with DCGM the series' own sample times
-(`DCGM_FI_DEV_GPU_UTIL` of whole GPUs, `DCGM_FI_PROF_GR_ENGINE_ACTIVE` of MIG instances).
+(`DCGM_FI_DEV_GPU_UTIL` of whole GPUs, `DCGM_FI_PROF_GR_ENGINE_ACTIVE` of MIG instances). Beside the exporter's
+GPU freshness, the answer has a marker series for each pod whose exporter has no GPU collector (`--no-gpu`,
+`prometheus_no_gpu`), which the reader sets apart.
 Those times are on Prometheus's clock; `PrometheusReader.clock_offset_s` says how far it is from the adapter's
 (the round's `time()` answer against when it was asked, as the scrape source reads an exporter's clock; every
 query of the round is then evaluated at that one instant, `prometheus_instant`), so
@@ -41,6 +43,7 @@ from typing import Final, Literal
 from autoscaler.sources.exposition import CLOCK_TOLERANCE_S
 from autoscaler.sources.prometheus_current import from_newest_scrape, scraped_after_newest_scrape
 from autoscaler.sources.prometheus_matchers import EVERY_SERIES, SeriesMatchers
+from autoscaler.sources.prometheus_no_gpu import with_no_gpu_collectors
 from autoscaler.sources.prometheus_other_pod import other_pod_series, with_other_pods
 from exporter import names
 
@@ -147,7 +150,8 @@ def build_queries(
         busy = from_newest_scrape(exporter(names.GPU_BUSY_RATIO), by, scraped_with_signals)
         gpu = (f"avg by ({by}) (max by ({by}, {', '.join(names.GPU_LABELS)}) ({busy}))"
                f" unless on ({by}) ({failing})")
-        gpu_freshness = newest(gpu_success)
+        # Beside it, the pods whose exporter has no GPU collector (`prometheus_no_gpu`): their GPU is absent.
+        gpu_freshness = with_no_gpu_collectors(newest(gpu_success), matchers, by)
     # A pod whose exporter reports no success time: the newest scrape of its request rate.
     freshness = f"{newest(last_success)} or max by ({by}) (timestamp({exporter(names.REQUESTS_PER_SECOND)}))"
     # Beside it, the pods whose exporter names another pod (`prometheus_other_pod`): left out, not read as theirs.

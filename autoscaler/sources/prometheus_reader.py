@@ -46,6 +46,7 @@ from autoscaler.sources.prometheus_answers import (
 from autoscaler.sources.prometheus_instant import CLOCK_QUERY, evaluation_time, pinned
 from autoscaler.sources.prometheus_limits import named
 from autoscaler.sources.prometheus_modelmesh_failing import MODELMESH_FAILING, REASON_LABEL, FailingAnswer, failing_pods
+from autoscaler.sources.prometheus_no_gpu import is_marker
 from autoscaler.sources.prometheus_other_pod import answered
 from autoscaler.sources.prometheus_promql import RECENT_MODELS, PodRef, SignalQuery
 from exporter import names
@@ -130,6 +131,9 @@ class PrometheusReader:
         self.other_pods: dict[PodRef, PodIdentity] = {}
         """The last round's pods whose exporter names another pod (`prometheus_other_pod`: the freshness answer's
         extra series, set apart from its values), and the pod it names."""
+        self.no_gpu_collector: set[PodRef] = set()
+        """The last round's pods whose exporter has no GPU collector (`prometheus_no_gpu`: the GPU freshness
+        answer's marker series, set apart from its values)."""
         self.warnings: list[str] = []
         """What the last round's answers said about themselves (Thanos's partial-response `warnings`), in order,
         without repeats; appended from the query threads."""
@@ -173,7 +177,7 @@ class PrometheusReader:
         Partial answers would be worse than none: a missing GPU query would read as "this pod has no GPU".
         """
         self._read_token()
-        self.warnings, self.unlabelled, self.other_pods = [], [], {}
+        self.warnings, self.unlabelled, self.other_pods, self.no_gpu_collector = [], [], {}, set()
         self.models, self.models_error = None, None
         self.failing, self.failing_error = None, None
         self._round += 1
@@ -378,6 +382,9 @@ class PrometheusReader:
                 claimed = answered(labels, self._ns_label, self._pod_label) if isinstance(labels, dict) else None
                 if claimed is not None:  # not a value: the series' exporter is another pod's
                     self.other_pods[self._pod_key(labels)] = claimed
+                    continue
+                if isinstance(labels, dict) and is_marker(labels):  # not a value: the pod has no GPU collector
+                    self.no_gpu_collector.add(self._pod_key(labels))
                     continue
                 values[key(labels)] = value[1]
             except (KeyError, IndexError, TypeError) as error:
