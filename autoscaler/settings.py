@@ -23,8 +23,6 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from autoscaler.policies.policy import RuntimePolicy
-
-# Re-exported: where the refresh interval's bounds were read from before the converters moved.
 from autoscaler.serve_flag_values import REFRESH_INTERVAL_RANGE_S as REFRESH_INTERVAL_RANGE_S
 from autoscaler.serve_flag_values import (
     connection_timeout,
@@ -49,6 +47,9 @@ from autoscaler.serve_flag_values import (
     window,
     workers,
 )
+
+# Re-exported: where the refresh interval's bounds were read from before the converters moved.
+from autoscaler.sources.prometheus_deadline import round_deadline_s
 from exporter import env_flags
 from exporter.env_flags import (
     EnvFlag,
@@ -203,7 +204,7 @@ class ServeSettings:
         second (`sources.prometheus_reader`: a refused connection tried twice, an answer trickled to the end), or
         the scrape's, the refresh interval (`server.build_source`)."""
         if self.source == "prometheus":
-            return 2 * self.prometheus_timeout_s + 1.0
+            return round_deadline_s(self.prometheus_timeout_s)
         return self.refresh_interval_s
 
     @property

@@ -43,6 +43,7 @@ from autoscaler.sources.prometheus_answers import (
     not_sent,
     tls_failed,
 )
+from autoscaler.sources.prometheus_deadline import round_deadline_s
 from autoscaler.sources.prometheus_instant import CLOCK_QUERY, evaluation_time, pinned
 from autoscaler.sources.prometheus_limits import named
 from autoscaler.sources.prometheus_modelmesh_failing import MODELMESH_FAILING, REASON_LABEL, FailingAnswer, failing_pods
@@ -108,7 +109,7 @@ class PrometheusReader:
         self.clock_offset_s = 0.0
         """How far Prometheus's clock was ahead of ours (negative: behind) at the last good round; 0 within
         CLOCK_TOLERANCE_S, or when no answer had a series to tell its evaluation time."""
-        self._deadline_s = 2 * timeout_s + 1.0
+        self._deadline_s = round_deadline_s(timeout_s)
         self._timeout_s = timeout_s
         self._token_file = token_file
         self._token: str | None = None  # the token last read from it
