@@ -270,6 +270,9 @@ class PrometheusSource(SourceDefaults):
         for key in self._recreated.created_again(uids):  # another runtime: nothing of the old one is its own
             self.forget(key)
         held = False
+        # One deadline for all the refresh asks Prometheus (its round, one asked again, the check's reads): the
+        # stall limit (`ServeSettings.source_deadline_s`) and the late-refresh line are built on it.
+        self._reader.begin_refresh()
         try:
             answers, seen = await self._read(inventory, now)
         except PrometheusSourceError as error:

@@ -21,7 +21,10 @@ two jobs has its signals as often as both scrape it. The check runs at the first
 and shows what such settings cause (an empty answer, a Ready pod without series, a pod whose sample is older than
 `max_staleness_s`), and again, while that lasts, until a spacing is measured: `FIRST_RECHECK_S` later, then twice
 as long each time up to `RECHECK_S` (an adapter started with Prometheus finds no samples yet, and a pod scraped a
-minute ago has one): a few requests once a run, none while all is well.
+minute ago has one): a few requests once a run, none while all is well. Its reads share the refresh's deadline
+with the round (`PrometheusReader.begin_refresh`); one cut by it, or by a read timeout, is asked again on the same
+schedule (what the spacing shows is said at once, the lookback-delta once the flags are read): a slow Prometheus
+once must not end the check for the run.
 """
 
 from __future__ import annotations
@@ -33,10 +36,10 @@ import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 from autoscaler.sources.prometheus_promql import PodRef
-from autoscaler.sources.prometheus_reader import PrometheusReader
+from autoscaler.sources.prometheus_reader import OutOfTime
 
 log = logging.getLogger("autoscaler.sources.prometheus")  # the source's logger: operators filter on one name
 
@@ -55,6 +58,14 @@ RECHECK_S: Final = 300.0
 
 DEFAULT_LOOKBACK_S: Final = 300.0
 """PromQL's lookback-delta where the flag reads `0s` (Prometheus's and Thanos Query's engines both)."""
+
+
+class CheckReads(Protocol):
+    """The check's two reads (`PrometheusReader`'s): each raises `OutOfTime` where the refresh's deadline cut it."""
+
+    async def sample_times(self, selector: str, window_s: float) -> list[list[float]]: ...
+
+    async def flags(self) -> dict[str, str] | None: ...
 
 
 @dataclass(frozen=True)
@@ -147,34 +158,54 @@ def advice(lookback_s: float | None, spacing: float, max_staleness_s: float, pod
 
 class LookbackCheck:
     """Measures the lookback-delta and the scrape interval at the first round that reaches Prometheus, until a
-    spacing is measured; says what does not fit, once."""
+    spacing is measured and the flags are read (or known not to be served); says what does not fit, once."""
 
     def __init__(self, url: str, max_staleness_s: float) -> None:
         self._url = url
         self.max_staleness_s = max_staleness_s
         """The default policy's, which a stale sample is told by."""
-        self._next_at: float | None = 0.0  # when the next check is due; None once one measured a spacing
-        self._wait_s = FIRST_RECHECK_S  # how long after a check that measured no spacing the next one runs
+        self._next_at: float | None = 0.0  # when the next check is due; None once its flags are read too
+        self._wait_s = FIRST_RECHECK_S  # how long after a check left unfinished the next one runs
+        self._spacing: tuple[float, str] | None = None  # the spacing measured, and the pod (NS/POD) it is of
+        self._said: set[str] = set()  # the advice's parts said: each once a run
 
     def due(self, now: float) -> bool:
         return self._next_at is not None and now >= self._next_at
 
-    async def run(self, reader: PrometheusReader, pod: PodRef, selector: str, now: float) -> None:
+    async def run(self, reader: CheckReads, pod: PodRef, selector: str, now: float) -> None:
         """Measure with `reader` (the spacing of `pod`'s series `selector`, with its labels: all its series'
-        samples together) and warn for what does not fit."""
-        times = [at for series in await reader.sample_times(selector, SPACING_WINDOW_S) for at in series]
-        spacing = spacing_s(times)
-        if spacing is None:
-            self._next_at = now + self._wait_s
-            log.debug("no spacing of %s/%s's samples yet: checking the scrape interval again in %.0f s",
-                      *pod, self._wait_s)
-            self._wait_s = min(2 * self._wait_s, RECHECK_S)
+        samples together) and warn for what does not fit; a read the refresh's deadline cuts is asked again
+        later (`OutOfTime`)."""
+        try:
+            if self._spacing is None:
+                times = [at for series in await reader.sample_times(selector, SPACING_WINDOW_S) for at in series]
+                spacing = spacing_s(times)
+                if spacing is None:
+                    self._again(now, f"no spacing of {'/'.join(pod)}'s samples yet")
+                    return
+                self._spacing = spacing, "/".join(pod)
+            flags = await reader.flags()
+        except OutOfTime as cut:
+            self._again(now, str(cut))
+            if self._spacing is not None:  # what the spacing shows needs no flags
+                self._say(self._spacing, None, PROMETHEUS)
             return
         self._next_at = None
-        flags = await reader.flags()
-        engine = PROMETHEUS if flags is None else engine_of(flags)
-        lookback_s = None if flags is None else lookback_of(flags)
-        said = advice(lookback_s, spacing, self.max_staleness_s, "/".join(pod), engine)
+        self._say(self._spacing, None if flags is None else lookback_of(flags),
+                  PROMETHEUS if flags is None else engine_of(flags))
+
+    def _again(self, now: float, why: str) -> None:
+        """Check again at the first refresh `_wait_s` from now that still shows the symptom."""
+        self._next_at = now + self._wait_s
+        log.debug("%s: checking the scrape interval again in %.0f s", why, self._wait_s)
+        self._wait_s = min(2 * self._wait_s, RECHECK_S)
+
+    def _say(self, measured: tuple[float, str], lookback_s: float | None, engine: QueryEngine) -> None:
+        """Warn for what does not fit and was not said yet this run (`measured`: the spacing, and its pod)."""
+        spacing, pod = measured
+        said = [part for part in advice(lookback_s, spacing, self.max_staleness_s, pod, engine)
+                if part not in self._said]
+        self._said.update(said)
         if said:
             log.warning("%s at %s cannot keep every pod's series in every answer: %s", engine.name, self._url,
                         "; and ".join(said))

@@ -4,6 +4,10 @@ each answer's raw values by (namespace, pod); it measures Prometheus's clock aga
 (`PrometheusReader.clock_offset_s`: the round's `time()` answer against when it was asked; every query of the
 round is then evaluated at that one instant, `prometheus_instant`).
 
+Deadline: one per refresh (`begin_refresh`), one round's (`round_deadline_s`), shared by the round and the
+scrape-interval check's reads after it (`sample_times`, `flags`): the stall limit and the late-refresh line count
+on a refresh waiting on Prometheus no longer. A check's read that it cuts raises `OutOfTime`.
+
 Errors: every failure of the library or of an answer's shape is a `PrometheusSourceError` with one of the
 REASON_* values (the library's exception chained as its cause; what a proxy or gateway answered instead of
 the query API is said by `prometheus_answers`), and fails the whole round: partial answers would be worse
@@ -69,6 +73,11 @@ ModelAnswers = dict[PodRef, dict[str, str]]
 model at all: the pod publishes the series but served nothing within the window)."""
 
 
+class OutOfTime(Exception):
+    """A read of the scrape-interval check cut by the refresh's deadline or by a read timeout: what it would have
+    told is not known (not absent), and is asked again at a later refresh."""
+
+
 class PrometheusReader:
     """Runs one round of signal queries against Prometheus's HTTP API; owns the HTTP session."""
 
@@ -110,6 +119,8 @@ class PrometheusReader:
         """How far Prometheus's clock was ahead of ours (negative: behind) at the last good round; 0 within
         CLOCK_TOLERANCE_S, or when no answer had a series to tell its evaluation time."""
         self._deadline_s = round_deadline_s(timeout_s)
+        self._ends_at: float | None = None
+        """When the refresh being read must be over, on the event loop's clock (`begin_refresh`)."""
         self._timeout_s = timeout_s
         self._token_file = token_file
         self._token: str | None = None  # the token last read from it
@@ -172,6 +183,18 @@ class PrometheusReader:
         self._adapter.cut()
         self._session.close()
 
+    def begin_refresh(self) -> float:
+        """Start a refresh's deadline, one round's from now, which its round (also a round asked again at once) and
+        the check's reads after it share; when it ends, on the event loop's clock. Each had a deadline of its own:
+        a slow but answering Prometheus held one refresh three deadlines, past the stall limit built on one."""
+        self._ends_at = asyncio.get_running_loop().time() + self._deadline_s
+        return self._ends_at
+
+    def _refresh_ends_at(self) -> float:
+        """The deadline of the refresh being read (`begin_refresh`, which the source calls at each refresh); one from
+        now where none was ever started."""
+        return self.begin_refresh() if self._ends_at is None else self._ends_at
+
     async def read_all(self) -> Answers:
         """Run every signal's query concurrently; all must succeed, or the refresh fails as a whole.
 
@@ -184,7 +207,7 @@ class PrometheusReader:
         self._round += 1
         round_ = self._round
         try:
-            async with asyncio.timeout(self._deadline_s):
+            async with asyncio.timeout_at(self._refresh_ends_at()):
                 loop = asyncio.get_running_loop()
                 params = await loop.run_in_executor(self._threads, self._round_params, round_)
                 models = (None if self.models_query is None else loop.run_in_executor(
@@ -215,14 +238,16 @@ class PrometheusReader:
     async def flags(self) -> dict[str, str] | None:
         """Prometheus's command-line flags as /api/v1/status/flags says them (Thanos Query serves the page too,
         with its own flags); None where nothing says them (Mimir and VictoriaMetrics serve no such page, a proxy
-        refuses it, or it takes longer than a round may: `_bounded`)."""
-        return await self._bounded(self._flags, "reading /api/v1/status/flags", None)
+        refuses it). `OutOfTime` where the refresh's deadline or a read timeout cut it (`_bounded`)."""
+        return await self._bounded(self._flags, "reading /api/v1/status/flags")
 
     def _flags(self) -> dict[str, str] | None:
         try:
             response = self._session.get(f"{self.url}/api/v1/status/flags", headers=self._client.headers,
                                          timeout=self._timeout_s)
             data = response.json()["data"] if response.status_code == 200 else None
+        except requests.exceptions.Timeout as error:  # before OSError, which it is: slow, not absent
+            raise OutOfTime(f"reading /api/v1/status/flags: no answer within {self._timeout_s:g} s") from error
         except (PrometheusSourceError, OSError, ValueError, KeyError, TypeError):  # requests' own are OSErrors
             return None
         if not isinstance(data, dict):
@@ -231,28 +256,37 @@ class PrometheusReader:
 
     async def sample_times(self, selector: str, window_s: float) -> list[list[float]]:
         """The times of the samples each series of `selector` has in the last `window_s`, read with a range
-        selector (which no lookback-delta bounds), a list per series; none where it has none, or the query fails
-        or takes longer than a round may (`_bounded`)."""
+        selector (which no lookback-delta bounds), a list per series; none where it has none, or the query fails.
+        `OutOfTime` where the refresh's deadline or a read timeout cut it (`_bounded`)."""
         return await self._bounded(functools.partial(self._sample_times, selector, window_s),
-                                   "reading the samples' spacing", [])
+                                   "reading the samples' spacing")
 
     def _sample_times(self, selector: str, window_s: float) -> list[list[float]]:
         try:
             result = self._request(f"{selector}[{window_s:.0f}s]", self._params)
             return [[float(at) for at, _ in series["values"]] for series in result]
-        except (PrometheusSourceError, ValueError, KeyError, TypeError):
+        except PrometheusSourceError as error:
+            if error.reason == REASON_TIMEOUT:  # slow, not absent
+                raise OutOfTime(f"reading the samples' spacing: {error.detail}") from error
+            return []
+        except (ValueError, KeyError, TypeError):
             return []
 
-    async def _bounded(self, ask: Callable[[], T], what: str, instead: T) -> T:
-        """`ask()` in a query thread, within a round's deadline and cut as a round is past it: a page trickled a
-        byte at a time would otherwise hold the refresh that asked, and a query thread, for ever. `instead` when
-        it was cut (said at debug level)."""
+    async def _bounded(self, ask: Callable[[], T], what: str) -> T:
+        """`ask()` in a query thread, within what is left of the refresh's deadline, and cut as a round is past it:
+        a page trickled a byte at a time would otherwise hold the refresh that asked, and a query thread, for ever.
+        Not sent once the deadline has passed. `OutOfTime` where it was cut."""
+        loop = asyncio.get_running_loop()
+        ends_at = self._refresh_ends_at()
+        if loop.time() >= ends_at:
+            raise OutOfTime(f"{what}: the refresh's {self._deadline_s:.1f} s were used up before it was asked")
         try:
-            async with asyncio.timeout(self._deadline_s):
-                return await asyncio.get_running_loop().run_in_executor(self._threads, ask)
-        except TimeoutError:
-            log.debug("Prometheus at %s: %s", self.shown_url, self._given_up(what).detail)
-            return instead
+            async with asyncio.timeout_at(ends_at):
+                return await loop.run_in_executor(self._threads, ask)
+        except TimeoutError as error:
+            self._given_up(what)  # its connection shut, its thread free
+            raise OutOfTime(f"{what} was cut at the refresh's deadline, {self._deadline_s:.1f} s from its "
+                            "start") from error
 
     def _given_up(self, what: str) -> PrometheusSourceError:
         """The error of requests past the round's deadline, their connections shut: their threads may be in reads
