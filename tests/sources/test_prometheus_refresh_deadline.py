@@ -30,7 +30,6 @@ from tests.sources.prometheus_stub import series_at
 from tests.sources.static_discovery import StaticDiscovery
 
 TIMEOUT_S = 2.0
-ROUND_DEADLINE_S = 5.0  # 2 x TIMEOUT_S + 1 s
 MAX_STALENESS_S = 30.0
 SPACING_S = 60.0
 
@@ -107,9 +106,9 @@ async def sources() -> AsyncIterator[list[PrometheusSource]]:
 
 
 async def source_of(prometheus: SlowPrometheus, aiohttp_server: AiohttpServer,
-                    sources: list[PrometheusSource]) -> PrometheusSource:
+                    sources: list[PrometheusSource], timeout_s: float = TIMEOUT_S) -> PrometheusSource:
     discovery = StaticDiscovery.of({("team-a", "rt"): ["a-1"]})
-    source = PrometheusSource(discovery, await prometheus.serve(aiohttp_server), timeout_s=TIMEOUT_S,
+    source = PrometheusSource(discovery, await prometheus.serve(aiohttp_server), timeout_s=timeout_s,
                               max_staleness_s=MAX_STALENESS_S)
     sources.append(source)
     prometheus.freshness = source.queries[0]
@@ -119,15 +118,19 @@ async def source_of(prometheus: SlowPrometheus, aiohttp_server: AiohttpServer,
 async def test_a_slow_round_and_a_slow_flags_page_hold_the_refresh_one_round_deadline_not_two(
     aiohttp_server: AiohttpServer, sources: list[PrometheusSource], now: float
 ) -> None:
-    """Each round query answers 1.5 s late (the round takes 3 s: the clock's query, then the others), within its
-    5 s deadline; the flags page answers only once let go. The refresh is over before that, 1.5 s after the
-    round's deadline: it had two deadlines' worth before (the round's, then the flags page's own)."""
+    """Each round query answers 2 s late (the round takes 4 s: the clock's query, then the others), well within its
+    11 s deadline (a 5 s timeout); the flags page answers only once let go. The refresh is over 3 s after the
+    round's deadline at the latest: with a deadline of its own the flags page held it until 11 s after the round
+    had ended, 15 s in at the earliest, whatever the machine's load (the holds are sleeps), and the round has 7 s to
+    spare for a loaded machine."""
+    timeout_s = 5.0
+    round_deadline_s = 2 * timeout_s + 1.0
     let_go = asyncio.Event()
-    prometheus = SlowPrometheus(now, functools.partial(trickled_until, let_go), hold_s=0.75 * TIMEOUT_S)
-    source = await source_of(prometheus, aiohttp_server, sources)
+    prometheus = SlowPrometheus(now, functools.partial(trickled_until, let_go), hold_s=0.4 * timeout_s)
+    source = await source_of(prometheus, aiohttp_server, sources, timeout_s)
 
     refresh = asyncio.create_task(source.collect(now))
-    await asyncio.wait({refresh}, timeout=ROUND_DEADLINE_S + 1.5)
+    await asyncio.wait({refresh}, timeout=round_deadline_s + 3.0)
     over_by_then = refresh.done()
     let_go.set()
     (snapshot,) = await refresh
