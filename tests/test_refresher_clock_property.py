@@ -18,6 +18,7 @@ from autoscaler.names import ServedMetric
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from tests.policies.builders import PROPERTIES
+from tests.support.log_lines import catching
 from tests.test_refresher_clock import INTERVAL_S, KEY, PROMETHEUS, Clocks, GpuSource, HungSource
 
 CAP_S = 3 * INTERVAL_S
@@ -109,9 +110,7 @@ async def late_lines_said(gaps: Sequence[Gap]) -> list[list[str]]:
     source = HungSource(clocks, hangs_s=0.0)
     refresher = clocks.refresher(source, RuntimePolicy(), PROMETHEUS)
     said: list[list[str]] = []
-    handler = _Lines()
-    logging.getLogger("autoscaler.running_clock").addHandler(handler)
-    try:
+    with catching("autoscaler.running_clock", logging.WARNING) as handler:
         for gap in gaps:
             source.hangs_s = gap.waited_s
             await refresher.refresh_once()
@@ -120,18 +119,7 @@ async def late_lines_said(gaps: Sequence[Gap]) -> list[list[str]]:
             source.hangs_s = 0.0
             await refresher.refresh_once()
             said.append([line for line in handler.lines if line.startswith("no refresh for")])
-    finally:
-        logging.getLogger("autoscaler.running_clock").removeHandler(handler)
     return said
-
-
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
 
 
 @PROPERTIES

@@ -32,6 +32,7 @@ from tests.actuation.test_deletion_cost_hold_foreign_cost import annotate
 from tests.actuation.test_deletion_cost_hold_foreign_fights import foreign_lines
 from tests.actuation.test_deletion_cost_recreated_pod import cost_on, watching
 from tests.fakes.kube import FakeKubeApi
+from tests.support.log_lines import catching
 from tests.support.waiting import eventually
 
 FIRST = {"pod-a": 900, "pod-b": 300}
@@ -125,17 +126,6 @@ class SlowToCommit(WatchedPods):
             self.set(name, value)
 
 
-class Said(logging.Handler):
-    """The writer's lines (caplog is a function-scoped fixture, which hypothesis refuses)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
 async def unanswered(rankings: list[tuple[int, ...]], fates: list[int | None]) -> list[str]:
     """The writer's "another writer" lines over `rankings`, one a refresh, under the PATCH `fates` drawn, and then
     quiet refreshes until every pod carries the leader's cost."""
@@ -143,10 +133,7 @@ async def unanswered(rankings: list[tuple[int, ...]], fates: list[int | None]) -
     pods = SlowToCommit(fates)
     writer = DeletionCostWriter(pods, AdapterMetrics(), settings=SETTINGS, clock=clock, rand=lambda: 0.5,
                                 cluster=pods)
-    said, log = Said(), logging.getLogger("autoscaler.actuation.deletion_cost")
-    level, log.level = log.level, logging.INFO
-    log.addHandler(said)
-    try:
+    with catching("autoscaler.actuation.deletion_cost") as said:
         ranked: dict[str, int] = {}
         for ranking in [*rankings, *[rankings[-1]] * round(SETTINGS.max_interval_s / REFRESH_S)]:
             ranked = dict(zip(PODS, ranking, strict=True))
@@ -155,9 +142,6 @@ async def unanswered(rankings: list[tuple[int, ...]], fates: list[int | None]) -
             for _ in range(round(REFRESH_S / STEP_S)):
                 clock.advance(STEP_S)
                 pods.step()
-    finally:
-        log.removeHandler(said)
-        log.setLevel(level)
     assert pods.costs == {pod: str(cost) for pod, cost in ranked.items()}
     return [line for line in said.lines if "carry a cost another writer set" in line]
 

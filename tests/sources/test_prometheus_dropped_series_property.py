@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.base import PodTarget, RuntimeInventory
 from autoscaler.sources.prometheus_dropped_series import DroppedSeries
+from tests.support.log_lines import catching
 
 STALE_S = 30.0
 KEY = RuntimeKey("team-a", "triton")
@@ -23,32 +24,18 @@ rounds = st.lists(st.tuples(st.floats(min_value=0.5, max_value=40, allow_nan=Fal
                   min_size=1, max_size=30)
 
 
-class Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.said: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.said.append(record)
-
-
 @given(rounds)
 def test_each_run_without_the_series_is_named_once_when_it_has_lasted_max_staleness(
         later: list[tuple[float, bool]]) -> None:
     dropped = DroppedSeries("http://prometheus:9090", STALE_S)
-    lines = Lines()
-    logger = logging.getLogger("autoscaler.sources.prometheus")
-    logger.addHandler(lines)
-    level = logger.level
-    logger.setLevel(logging.INFO)
-    try:
+    with catching("autoscaler.sources.prometheus") as lines:
         now, run_start, named_in_run = 0.0, None, False
         for step, has_it in [(0.0, True), *later]:  # Prometheus had it for the pod at first
             now += step
-            lines.said.clear()
+            lines.clear()
             dropped.note(INVENTORY, {"requests_per_second": {POD} if has_it else set()}, {POD}, now)
-            warned = [r for r in lines.said if r.levelno == logging.WARNING]
-            back = [r for r in lines.said if r.levelno == logging.INFO]
+            warned = [r for r in lines.records if r.levelno == logging.WARNING]
+            back = [r for r in lines.records if r.levelno == logging.INFO]
             if has_it:
                 assert not warned
                 assert bool(back) == named_in_run, (now, back)
@@ -61,6 +48,3 @@ def test_each_run_without_the_series_is_named_once_when_it_has_lasted_max_stalen
             problems = dropped.problems(KEY)
             assert len(problems) == (1 if run_start is not None and now - run_start >= STALE_S else 0), problems
             assert all("modelmesh_pod_requests_per_second" in p.detail and p.pod == "a-1" for p in problems)
-    finally:
-        logger.removeHandler(lines)
-        logger.setLevel(level)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from autoscaler.model import PodSample, RuntimeKey
 from autoscaler.sources.base import PodTarget, RuntimeInventory
 from autoscaler.sources.prometheus_missing_pods import MissingPods
+from tests.support.log_lines import catching
 
 STALE_S = 30.0
 KEY = RuntimeKey("team-a", "triton")
@@ -24,23 +25,11 @@ rounds = st.lists(st.tuples(st.floats(min_value=0.5, max_value=40, allow_nan=Fal
                             st.sampled_from(["with", "without", "no answer"])), min_size=1, max_size=30)
 
 
-class Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.said: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.said.append(record.getMessage())
-
-
 @given(rounds)
 def test_a_missing_pod_is_named_once_prometheus_has_answered_without_it_for_max_staleness(
         later: list[tuple[float, str]]) -> None:
     missing = MissingPods("http://prometheus:9090", STALE_S)
-    lines = Lines()
-    logger = logging.getLogger("autoscaler.sources.prometheus")
-    logger.addHandler(lines)
-    try:
+    with catching("autoscaler.sources.prometheus", logging.WARNING) as lines:
         now = 0.0
         last: dict[tuple[str, str], PodSample] = {}
         answering_since = 0.0  # the first answer since Prometheus last did not answer
@@ -48,7 +37,7 @@ def test_a_missing_pod_is_named_once_prometheus_has_answered_without_it_for_max_
         named_in_run = False
         for step, kind in [(0.0, "with"), *later]:
             now += step
-            lines.said.clear()
+            lines.lines.clear()
             if kind == "no answer":
                 missing.unanswered()
                 unanswered = True
@@ -59,7 +48,7 @@ def test_a_missing_pod_is_named_once_prometheus_has_answered_without_it_for_max_
             if kind == "with":
                 last[MISSING] = PodSample(name="a-2", sampled_at=now)
             missing.note(INVENTORY, seen, (), last, now)
-            named = [line for line in lines.said if "team-a/a-2" in line]
+            named = [line for line in lines.lines if "team-a/a-2" in line]
             if kind == "with":
                 assert not named
                 named_in_run = False
@@ -69,5 +58,3 @@ def test_a_missing_pod_is_named_once_prometheus_has_answered_without_it_for_max_
             due = now - sampled_at >= STALE_S and now - answering_since >= STALE_S
             assert len(named) == (1 if due and not named_in_run else 0), (now, sampled_at, answering_since, named)
             named_in_run = named_in_run or bool(named)
-    finally:
-        logger.removeHandler(lines)

@@ -28,6 +28,7 @@ from autoscaler.sources.prometheus_lookback import LookbackCheck
 from autoscaler.sources.prometheus_reader import OutOfTime
 from tests.sources.prometheus_stub import series_at
 from tests.sources.static_discovery import StaticDiscovery
+from tests.support.log_lines import catching
 
 TIMEOUT_S = 2.0
 MAX_STALENESS_S = 30.0
@@ -192,15 +193,6 @@ class CuttingReads:
         return {"query.lookback-delta": "30s", "config.file": "/etc/prometheus.yml"}
 
 
-class Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.said: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.said.append(record.getMessage())
-
-
 @given(cut_samples=st.integers(0, 3), cut_flags=st.integers(0, 3))
 def test_reads_cut_for_time_never_end_the_check_and_each_finding_is_said_once(cut_samples: int,
                                                                               cut_flags: int) -> None:
@@ -209,22 +201,17 @@ def test_reads_cut_for_time_never_end_the_check_and_each_finding_is_said_once(cu
     once, as soon as it is known; the lookback-delta once, only once the flags answered."""
     reads = CuttingReads(cut_samples, cut_flags)
     check = LookbackCheck("http://prometheus:9090", MAX_STALENESS_S)
-    lines = Lines()
-    logger = logging.getLogger("autoscaler.sources.prometheus")
-    logger.addHandler(lines)
     said_after: list[tuple[int, int]] = []  # after each check: (staleness lines, lookback lines) said so far
 
     async def refreshes() -> None:
         for now in range(0, 1800, 15):
             if check.due(now):
                 await check.run(reads, ("team-a", "a-1"), "selector", now)
-                said_after.append((sum("max_staleness_s" in line for line in lines.said),
-                                   sum("lookback-delta 30 s" in line for line in lines.said)))
+                said_after.append((sum("max_staleness_s" in line for line in lines.lines),
+                                   sum("lookback-delta 30 s" in line for line in lines.lines)))
 
-    try:
+    with catching("autoscaler.sources.prometheus", logging.WARNING) as lines:
         asyncio.run(refreshes())
-    finally:
-        logger.removeHandler(lines)
 
     assert reads.reads == ["samples"] * (cut_samples + 1) + ["flags"] * (cut_flags + 1)
     staleness = [stale for stale, _ in said_after]
