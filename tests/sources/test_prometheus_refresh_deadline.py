@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 from aiohttp import web
@@ -96,14 +96,6 @@ def flags_answering(lookback: str) -> FlagsPage:
         return web.json_response({"status": "success", "data": {"query.lookback-delta": lookback,
                                                                 "config.file": "/etc/prometheus.yml"}})
     return page
-
-
-@pytest.fixture
-async def sources() -> AsyncIterator[list[PrometheusSource]]:
-    made: list[PrometheusSource] = []
-    yield made
-    for source in made:
-        await source.close()
 
 
 async def source_of(prometheus: SlowPrometheus, aiohttp_server: AiohttpServer,
