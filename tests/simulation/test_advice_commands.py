@@ -21,6 +21,7 @@ from autoscaler.simulation.advice import LEVERS, MIN_REPLICAS
 from autoscaler.simulation.cli import add_simulate_arguments
 from autoscaler.simulation.rerun import COMPARED, SET_HERE, Rerun, given_flags
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
+from exporter.env_flags import FLAG_VALUES
 
 CONFIG_KEYS = sorted(({lever.setting for lever in LEVERS} & {f.name for f in fields(RuntimePolicy)}) - {MIN_REPLICAS})
 """The keys a lever steps from their value (min_replicas, None unless set, from the HPA's: the test below)."""
@@ -98,7 +99,8 @@ def test_the_min_replicas_command_raises_skew_awares_floor_alone_and_the_hpa_com
 def assert_same_run(args: argparse.Namespace, again: argparse.Namespace) -> None:
     """Every flag but those the advice sets as this run had it."""
     def kept(namespace: argparse.Namespace) -> dict[str, Any]:
-        return {dest: value for dest, value in vars(namespace).items() if dest not in SET_HERE}
+        # FLAG_VALUES: each value as given, the parse's own record (a flag given twice), not a setting of the run
+        return {dest: value for dest, value in vars(namespace).items() if dest not in {*SET_HERE, FLAG_VALUES}}
     given = kept(args)
     if given["trace"] is not None and str(given["trace"]) != "-":
         given["trace"] = given["trace"].absolute()
