@@ -10,7 +10,8 @@ list. This module puts the parts together behind the `PodDiscovery` interface:
   runtime's live pods go to none while its replicas is not 0, or appear while it is 0 (modelmesh-serving
   scaled it to zero or back), that one Deployment is read again within `reread_interval_s`, not at the next
   resync: else the adapter would warn "no ready pods" and count misses for up to `resync_interval_s` before
-  it says "scaled to zero", and seed a runtime back from zero at 0 replicas;
+  it says "scaled to zero", and seed a runtime back from zero at 0 replicas. Until that read answers, the
+  runtime is shown being deleted (`DeploymentResync.pods_gone`), not as one with replicas and no pods;
 - `kube_objects` reads pods and Deployments from the API's JSON and joins them into the inventory.
 
 While a namespace's pod watch or Deployment read is broken `healthy_for` that namespace is False: its part of
