@@ -123,6 +123,7 @@ class DeploymentResync:
         self._table_read = 0  # the start number of the full resync that made `runtimes`
         self._newer: dict[RuntimeKey, int] = {}  # runtimes read by name after that, with their start number
         self._news = RereadNews()  # what those reads found, said together (`run_rereads`)
+        self._pods_gone: dict[RuntimeKey, int] = {}  # runtimes whose pods went against their replicas: reads by then
 
     @property
     def ok(self) -> bool:
@@ -139,11 +140,27 @@ class DeploymentResync:
         self.tried = False
         self.failing = {}
 
-    def reread(self, key: RuntimeKey) -> None:
-        """Ask for runtime `key`'s Deployment to be read again soon; O(1), never blocks, asking twice is once."""
+    @property
+    def pods_gone(self) -> frozenset[RuntimeKey]:
+        """Runtimes whose live pods all went while their replicas say otherwise, not read since: deleted or scaled
+        to zero, most likely, and the read that says which may wait its turn (`_REREAD_BATCH`) for seconds. Pod
+        discovery shows them as being deleted meanwhile: as runtimes with replicas and no pods, a refresh said
+        each a 503 "no ready pods" with a WARNING and a `runtime_values_known 0` series."""
+        return frozenset(self._pods_gone)
+
+    def reread(self, key: RuntimeKey, *, pods_gone: bool = False) -> None:
+        """Ask for runtime `key`'s Deployment to be read again soon; O(1), never blocks, asking twice is once.
+        `pods_gone`: its live pods all went (`pods_gone`) until a read started from now answers."""
+        if key in self.runtimes and pods_gone:
+            self._pods_gone[key] = self._reads
         if key in self.runtimes and key not in self._pending:
             self._pending[key] = None
             self._wake.set()
+
+    def pods_back(self, key: RuntimeKey) -> None:
+        """Runtime `key` has live pods again: no longer `pods_gone`."""
+        if self._pods_gone.pop(key, None) is not None:
+            self._on_change()
 
     def discover_soon(self, key: RuntimeKey) -> None:
         """Ask for Deployment `key`, which the table does not hold but whose pods appeared, to be looked for among
@@ -193,6 +210,9 @@ class DeploymentResync:
         except Exception as error:
             log.debug("Kubernetes discovery: re-reading Deployment %s failed (left to the resync): %s", key, error)
             return
+        if self._pods_gone.get(key, started) < started:  # read since its pods went: what it is now is known
+            del self._pods_gone[key]
+            self._on_change()
         current = self.runtimes.get(key)
         if started < max(self._table_read, self._newer.get(key, 0)):
             return
@@ -322,6 +342,11 @@ class DeploymentResync:
             else:
                 fresh.pop(key, None)
         self._table_read, self._newer = started, newer
+        known = {key for key, asked in self._pods_gone.items() if asked < started and key.namespace not in errors}
+        for key in known:
+            del self._pods_gone[key]
+        if known:
+            self._on_change()
         if runtime_table(fresh) != runtime_table(self.runtimes):
             added = sorted(str(key) for key in fresh.keys() - self.runtimes.keys())
             removed = sorted(str(key) for key in self.runtimes.keys() - fresh.keys())

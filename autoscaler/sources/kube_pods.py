@@ -10,7 +10,8 @@ list. This module puts the parts together behind the `PodDiscovery` interface:
   runtime's live pods go to none while its replicas is not 0, or appear while it is 0 (modelmesh-serving
   scaled it to zero or back), that one Deployment is read again within `reread_interval_s`, not at the next
   resync: else the adapter would warn "no ready pods" and count misses for up to `resync_interval_s` before
-  it says "scaled to zero", and seed a runtime back from zero at 0 replicas;
+  it says "scaled to zero", and seed a runtime back from zero at 0 replicas. Until that read answers, the
+  runtime is shown being deleted (`DeploymentResync.pods_gone`), not as one with replicas and no pods;
 - `kube_objects` reads pods and Deployments from the API's JSON and joins them into the inventory.
 
 While a namespace's pod watch or Deployment read is broken `healthy_for` that namespace is False: its part of
@@ -33,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
 from os import PathLike
 from typing import Final
 
@@ -274,7 +276,10 @@ class KubePodDiscovery:
         if self._cache is not None and self._cache[0] == self._version:
             return dict(self._cache[1])
         pods = [pod for watch in self._watches for pod in watch.pods.values()]
-        result = build_inventory(self._deployments.runtimes, pods, self._exporter_port, self._exporter_scheme)
+        runtimes = self._deployments.runtimes
+        if pods_gone := self._deployments.pods_gone & runtimes.keys():  # deleted, most likely: not "no ready pods"
+            runtimes = {**runtimes, **{key: replace(runtimes[key], deleting=True) for key in pods_gone}}
+        result = build_inventory(runtimes, pods, self._exporter_port, self._exporter_scheme)
         self._forced_scheme.check(pods)
         self._cache = (self._version, result)
         return dict(result)
@@ -347,11 +352,14 @@ class KubePodDiscovery:
         of a runtime not in the table: look for its Deployment (`DeploymentResync.discover_soon`)."""
         key = RuntimeKey(namespace, deployment)
         record = self._deployments.runtimes.get(key)
+        if present:
+            self._deployments.pods_back(key)
         if record is None:
             if present:  # a runtime applied again after a delete, or a new one: not at the resync
                 self._deployments.discover_soon(key)
         elif (record.replicas == 0) == present:
-            self._deployments.reread(key)
+            self._deployments.reread(key, pods_gone=not present)
+            self._changed()
 
 
 def _client_factory(configuration: Configuration) -> Callable[[], ApiClient]:

@@ -51,6 +51,12 @@ def replicas(subject: KubePodDiscovery, key: RuntimeKey = TRITON) -> int | None:
     return None if runtime is None else runtime.replicas
 
 
+def reads_by_name(kube: FakeKubeApi) -> int:
+    """Deployments read by name (`DeploymentResync.reread`, `discover_soon`), not by the resync's list."""
+    return sum(1 for r in kube.requests if r.resource == "deployments" and r.method == "GET"
+               and (r.path != DEPLOYMENTS or "fieldSelector" in r.query))
+
+
 def deployment_reads(kube: FakeKubeApi) -> list[str]:
     return [r.path for r in kube.requests if r.resource == "deployments" and r.method == "GET"]
 
@@ -195,6 +201,50 @@ async def test_a_deleted_runtime_is_gone_within_seconds_not_at_the_resync(kube: 
 
         await eventually(lambda: MLSERVER not in subject.inventory())
         assert TRITON in subject.inventory()
+    finally:
+        await subject.close()
+
+
+async def test_a_deleted_runtime_waiting_for_its_paced_read_is_being_deleted_not_without_pods(
+    kube: FakeKubeApi,
+) -> None:
+    """Its Deployment deleted (in the background), its pods terminating, then gone, while the read by name they
+    ask for waits its turn (8 Deployments per `reread_interval_s`): a refresh in between saw a runtime with
+    replicas and no pods, "no ready pods, values unknown (503)" with a WARNING and a `runtime_values_known 0`
+    series (an outside review: 8 of some 90 deleted runtimes). Until that read says, it is being deleted:
+    nothing to judge, an INFO line."""
+    triton = kube.add_modelmesh_runtime(NS, TRITON.deployment, replicas=1)
+    names = kube.add_modelmesh_runtime(NS, MLSERVER.deployment, replicas=1)
+    subject = await started(kube, runtimes=[], discover=True, namespaces=[NS], reread_interval_s=3600.0)
+    try:
+        kube.delete_pod(NS, triton[0])  # another runtime's read (or one at the start) takes this interval's turn
+        await eventually(lambda: reads_by_name(kube) > 0)
+
+        kube.delete_deployment(NS, MLSERVER.deployment)
+        kube.delete_pod(NS, names[0], graceful=True)
+        await eventually(lambda: not any(pod.ready for pod in subject.inventory()[MLSERVER].pods))
+        assert subject.inventory()[MLSERVER].deleting
+        kube.delete_pod(NS, names[0])
+        await eventually(lambda: subject.inventory()[MLSERVER].pods == ())
+
+        assert subject.inventory()[MLSERVER].deleting
+    finally:
+        await subject.close()
+
+
+async def test_a_runtime_whose_pods_went_but_whose_deployment_stays_is_not_said_being_deleted(
+    kube: FakeKubeApi,
+) -> None:
+    """Its pods deleted while its Deployment still asks for one: once the read by name says so, it is a runtime
+    without Ready pods (the WARNING an operator must see), not one being deleted."""
+    names = kube.add_modelmesh_runtime(NS, MLSERVER.deployment, replicas=1)
+    subject = await started(kube, runtimes=[], discover=True, namespaces=[NS])
+    try:
+        reads = len(deployment_reads(kube))
+        kube.delete_pod(NS, names[0])
+        await eventually(lambda: len(deployment_reads(kube)) > reads and not subject.inventory()[MLSERVER].deleting)
+
+        assert subject.inventory()[MLSERVER].pods == () and replicas(subject, MLSERVER) == 1
     finally:
         await subject.close()
 
