@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 
 import pytest
 from hypothesis import example, given, settings
@@ -19,6 +20,7 @@ from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSetting
 from autoscaler.kube.client import KubeApiError
 from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.kube_pods import KubePodDiscovery
 from tests.actuation.conftest import KEY, SteppedClock, connected, views_of
 from tests.actuation.test_deletion_cost_foreign_edit_property import (
     PODS,
@@ -32,6 +34,7 @@ from tests.actuation.test_deletion_cost_hold_foreign_cost import annotate
 from tests.actuation.test_deletion_cost_hold_foreign_fights import foreign_lines
 from tests.actuation.test_deletion_cost_recreated_pod import cost_on, watching
 from tests.fakes.kube import FakeKubeApi
+from tests.fakes.kube.faults import HeldAnswer
 from tests.support.log_lines import catching
 from tests.support.waiting import eventually
 
@@ -39,9 +42,11 @@ FIRST = {"pod-a": 900, "pod-b": 300}
 TURNED = {"pod-a": 100, "pod-b": 300}
 
 
-async def test_a_write_that_got_no_answer_and_landed_later_is_no_other_writers(
-        kube: FakeKubeApi, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO)
+@asynccontextmanager
+async def held_write(kube: FakeKubeApi) -> AsyncIterator[
+        tuple[KubePodDiscovery, DeletionCostWriter, SteppedClock, HeldAnswer]]:
+    """The leader's costs FIRST on the pods, then, a minute later, its PATCH of pod-a for TURNED held by the API
+    server past the client's 0.5 s timeout (the writer has given up on it): the held answer, to release."""
     async with watching(kube, list(FIRST)) as watch, connected(kube, KEY.namespace, timeout_s=0.5) as client:
         clock = SteppedClock()
         writer = DeletionCostWriter(client, AdapterMetrics(), settings=WriterSettings(qps=None), clock=clock,
@@ -54,6 +59,13 @@ async def test_a_write_that_got_no_answer_and_landed_later_is_no_other_writers(
         slow = kube.hold_answer(r"/pods/pod-a$", method="PATCH")
         writer.offer(views_of(TURNED))
         await writer.sync()
+        yield watch, writer, clock, slow
+
+
+async def test_a_write_that_got_no_answer_and_landed_later_is_no_other_writers(
+        kube: FakeKubeApi, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    async with held_write(kube) as (watch, writer, clock, slow):
         assert cost_on(kube, "pod-a") == "900", "the PATCH is still held when the client gives up"
         slow.release()  # the API server commits it after all
         await eventually(lambda: watch.deletion_cost(KEY.namespace, "pod-a") == "100")
@@ -70,18 +82,7 @@ async def test_another_writers_value_after_a_write_that_got_no_answer_is_still_a
     """What the leader sent without an answer is its own only where the pod carries that very value: a hand edit
     after it is written over at the pod's next pass, and said."""
     caplog.set_level(logging.INFO)
-    async with watching(kube, list(FIRST)) as watch, connected(kube, KEY.namespace, timeout_s=0.5) as client:
-        clock = SteppedClock()
-        writer = DeletionCostWriter(client, AdapterMetrics(), settings=WriterSettings(qps=None), clock=clock,
-                                    rand=lambda: 0.5, cluster=watch)
-        writer.offer(views_of(FIRST))
-        await writer.sync()
-        await eventually(lambda: watch.deletion_cost(KEY.namespace, "pod-a") == "900")
-
-        clock.advance(60.0)
-        slow = kube.hold_answer(r"/pods/pod-a$", method="PATCH")
-        writer.offer(views_of(TURNED))
-        await writer.sync()
+    async with held_write(kube) as (watch, writer, clock, slow):
         slow.release()
         await eventually(lambda: watch.deletion_cost(KEY.namespace, "pod-a") == "100")
         annotate(kube, "pod-a", "-1000")

@@ -231,17 +231,25 @@ async def test_servingruntime_replicas_the_old_leader_sent_before_stopping_never
     assert [identity for identity, _ in written] == ["old", "new"], written
 
 
-async def test_a_write_that_got_no_answer_leaves_the_lease_to_expire(
-    kube: HoldingKubeApi, kubeconfig: Path, actuators: list[DeletionCostActuator]
-) -> None:
-    """The old leader's write is still held when its client gives up (the client timeout): it may land at any
-    moment, so the Lease is not released and the next leader waits for it to expire."""
+async def leader_with_a_held_write(kube: HoldingKubeApi, kubeconfig: Path,
+                                   actuators: list[DeletionCostActuator]) -> tuple[DeletionCostActuator, Hold]:
+    """The old replica leading (the new one following), its write of a deletion cost arrived at the API server and
+    held there, unanswered."""
     add_pods(kube, [POD])
     old, _ = await two_replicas(kube, kubeconfig, actuators, bridge=False)
     assert old.writer is not None
     hold = kube.hold("old", "PATCH", "pods", POD)
     old.writer.offer(views_of({POD: 100}))
     await wait_for(hold.arrived.is_set, "the old leader's write reaches the API server")
+    return old, hold
+
+
+async def test_a_write_that_got_no_answer_leaves_the_lease_to_expire(
+    kube: HoldingKubeApi, kubeconfig: Path, actuators: list[DeletionCostActuator]
+) -> None:
+    """The old leader's write is still held when its client gives up (the client timeout): it may land at any
+    moment, so the Lease is not released and the next leader waits for it to expire."""
+    old, hold = await leader_with_a_held_write(kube, kubeconfig, actuators)
     mark = len(kube.requests)
 
     await old.stop()  # returns once the write's client timeout has passed
@@ -260,12 +268,7 @@ async def test_a_stopping_leader_renews_the_lease_no_more_while_it_waits_for_its
     deadline's margin already covers as for a leader that can no longer renew. Renewing on while it waited for them
     (the client timeout and 0.5 s) only pushed the Lease's expiry, where it is left to expire, that much later: the
     next leader took over 15-27 s after the SIGTERM at the defaults instead of 13-24 s. It renews no more."""
-    add_pods(kube, [POD])
-    old, _ = await two_replicas(kube, kubeconfig, actuators, bridge=False)
-    assert old.writer is not None
-    hold = kube.hold("old", "PATCH", "pods", POD)
-    old.writer.offer(views_of({POD: 100}))
-    await wait_for(hold.arrived.is_set, "the old leader's write reaches the API server")
+    old, hold = await leader_with_a_held_write(kube, kubeconfig, actuators)
     mark = len(kube.requests)
 
     await old.stop()  # returns once the write's client timeout has passed: 5.5 s, 55 retry periods
