@@ -43,9 +43,10 @@ BRIDGE_WRITE_RESULTS: Final = get_args(BridgeWriteResult)
 
 
 class AdapterMetrics:
-    def __init__(self, per_runtime: bool = True) -> None:
+    def __init__(self, per_runtime: bool = True, *, bridge: bool = False) -> None:
         """`per_runtime` False (`--per-runtime-metrics off`) leaves out every series labelled by runtime, pod or
-        RuntimeScale: they are still set (the code that sets them does not ask), but not exposed."""
+        RuntimeScale: they are still set (the code that sets them does not ask), but not exposed. `bridge`: whether
+        this adapter runs the RuntimeScale bridge (`bridge_enabled`)."""
         self.per_runtime = per_runtime
         disable_created_metrics()  # type: ignore[no-untyped-call]  # the process's switch; the exporter turns it too
         self.registry = CollectorRegistry(auto_describe=True)
@@ -230,6 +231,14 @@ class AdapterMetrics:
         for reason in (*HoldReason, EXPIRED):
             self.scale_down_holds.labels(reason)
         # The RuntimeScale bridge (docs/design.md, The RuntimeScale bridge).
+        self.bridge_enabled = Gauge(
+            "modelmesh_autoscaler_bridge_enabled",
+            "1 where this adapter runs the RuntimeScale bridge (its leader carries each HPA's replicas to the "
+            "ServingRuntime), 0 where it does not (--bridge off, a --targets file): what a replica's leader writes, "
+            "so whether no leader stops scaling (ModelMeshAutoscalerNoLeader) or deletion costs only.",
+            registry=self.registry,
+        )
+        self.bridge_enabled.set(1 if bridge else 0)
         self.bridge_writes = Counter(
             "modelmesh_autoscaler_bridge_writes_total",
             "Writes of the RuntimeScale bridge by what was written (servingruntime_replicas, "

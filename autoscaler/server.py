@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from autoscaler.actuation.cluster_pods import ClusterPods
-from autoscaler.actuation.writes_off import start_writing, unwritten_costs_warning
+from autoscaler.actuation.writes_off import bridges_replicas, start_writing, unwritten_costs_warning
 from autoscaler.api.app import build_served_app
 from autoscaler.api.certs import self_signed_server_context, server_context
 from autoscaler.costs_left_outside import CostsLeftOutside, PodCostsSeen
@@ -184,7 +184,7 @@ class RefreshStack:
     """
 
     def __init__(self, settings: ServeSettings) -> None:
-        self.metrics = AdapterMetrics(per_runtime=settings.per_runtime_metrics)
+        self.metrics = AdapterMetrics(per_runtime=settings.per_runtime_metrics, bridge=bridges_replicas(settings))
         policies = policy_book(settings)
         self.discovery = build_discovery(settings, policies, self.metrics)
         self.source = build_source(settings, self.discovery)

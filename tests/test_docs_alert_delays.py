@@ -73,6 +73,7 @@ DELAYS: dict[str, Callable[[dict[str, Any]], float]] = {
     "ModelMeshAutoscalerDiscoveryFailing": held_for,
     "ModelMeshAutoscalerWatchFailing": held_for,
     "ModelMeshAutoscalerNoLeader": held_for,
+    "ModelMeshAutoscalerNoLeaderDeletionCosts": held_for,
     "ModelMeshDeletionCostPatchesFailing": held_for,  # a rate over 0: true from the first refusal counted
     "ModelMeshScaleDownWithStaleDeletionCosts": range_window,  # "fires for 15 minutes after each"
     "ModelMeshRuntimeScaleWritesFailing": held_for,

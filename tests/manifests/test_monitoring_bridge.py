@@ -88,13 +88,15 @@ def quiet_at(tmp_path: Path, series: list[dict[str, str]], minute: int) -> subpr
 
 
 @contextlib.contextmanager
-def leading_adapter(kubeconfig: Path, workdir: Path) -> Iterator[str]:
+def leading_adapter(kubeconfig: Path, workdir: Path, *flags: str) -> Iterator[str]:
+    """A real adapter electing a leader against `kubeconfig`'s API, deletion costs off unless `flags` (appended
+    last, so that they win) say otherwise."""
     port = free_port()
     with running(["autoscaler.cli", "serve", "--listen", f"127.0.0.1:{port}", "--kubeconfig", str(kubeconfig),
                   "--authorization-always-allow-paths", "/healthz,/livez,/readyz,/metrics",
                   "--deletion-cost", "off", "--refresh-interval", "1", "--window", "3", "--leader-elect", "true",
                   "--leader-elect-lease-duration", "2", "--leader-elect-renew-deadline", "1.5",
-                  "--leader-elect-retry-period", "0.2"],
+                  "--leader-elect-retry-period", "0.2", *flags],
                  f"https://127.0.0.1:{port}/healthz", workdir / "adapter.log"):
         yield f"127.0.0.1:{port}"
 

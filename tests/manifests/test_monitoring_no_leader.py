@@ -98,6 +98,8 @@ class Seen:
     """The adapter's `modelmesh_autoscaler_runtime_scale_*` series (as Prometheus stores them) while it led."""
     unled_series: dict[str, float]
     """The same once no replica leads and the HPA has asked 6."""
+    says_what_it_does: dict[str, float]
+    """The adapter-wide gauges of its /metrics that say what it does (`bridge_gauges`) once no replica leads."""
 
 
 def runtime_scale_series(adapter: str) -> dict[str, float]:
@@ -110,6 +112,13 @@ def runtime_scale_series(adapter: str) -> dict[str, float]:
             found[sample.name + "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"] = (
                 sample.value)
     return found
+
+
+def bridge_gauges(adapter: str) -> dict[str, float]:
+    """The adapter's unlabelled gauges of the bridge (not its counters, `_total`), as Prometheus stores them."""
+    target = ", ".join(f'{k}="{v}"' for k, v in ADAPTER_LABELS.items())
+    return {f"{sample.name}{{{target}}}": sample.value for sample in adapter_metrics(adapter)
+            if "bridge" in sample.name and not sample.name.endswith("_total") and not sample.labels}
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -134,12 +143,13 @@ async def seen(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Seen]:
             await asyncio.sleep(3)
             leader = await asyncio.to_thread(leader_value, adapter)
             unled = await asyncio.to_thread(runtime_scale_series, adapter)
+            says = await asyncio.to_thread(bridge_gauges, adapter)
         finally:
             await asyncio.to_thread(stack.close)
         replicas, condition = kube.serving_runtime_replicas(NS, "triton"), ready(kube)
         kube.clear_faults()  # the reader's kubectl, unlike the adapter (stopped first), may read the Lease
         said = {line: await asyncio.to_thread(run_kubectl, kubeconfig, line) for line in kubectl_lines(steps[0])}
-        yield Seen(leader, replicas, condition, said, leading, unled)
+        yield Seen(leader, replicas, condition, said, leading, unled, says)
 
 
 def held(leader: float, series: dict[str, float] | None = None, minutes: int = 10) -> list[dict[str, str]]:
@@ -160,7 +170,7 @@ async def test_the_runtime_does_not_follow_its_hpa_and_its_runtime_scale_reads_r
 async def test_no_leader_with_the_bridge_on_sends_a_critical_alert_that_scaling_has_stopped(
         seen: Seen, tmp_path: Path) -> None:
     assert seen.leader is not None
-    sent = alerts_sent(tmp_path, held(seen.leader), 10)
+    sent = alerts_sent(tmp_path, held(seen.leader, seen.says_what_it_does), 10)
     no_leader = [alert for alert in sent if alert.labels["alertname"] == "ModelMeshAutoscalerNoLeader"]
     assert len(no_leader) == 1, sent
     alert = no_leader[0]
@@ -198,3 +208,49 @@ async def test_a_runtime_scale_whose_ask_nobody_answers_is_named_by_an_alert(see
 async def test_a_runtime_scale_whose_ask_the_leader_carried_fires_nothing(seen: Seen, tmp_path: Path) -> None:
     sent = alerts_sent(tmp_path, held(1, seen.leading_series, 60), 60)
     assert sent == [], sent
+
+
+@dataclass(frozen=True)
+class SeenWithoutBridge:
+    """An adapter run with `--bridge off` (deletion costs on) once no replica leads."""
+
+    leader: float | None
+    says_what_it_does: dict[str, float]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def seen_without_bridge(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SeenWithoutBridge]:
+    tmp_path = tmp_path_factory.mktemp("no-leader-no-bridge")
+    async with FakeKubeApi() as kube:
+        kube.add_modelmesh_runtime(NS, "modelmesh-serving-triton", replicas=3)
+        kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig", namespace=LEASE_NAMESPACE)
+        with contextlib.ExitStack() as stack:
+            adapter = await asyncio.to_thread(stack.enter_context, leading_adapter(
+                kubeconfig, tmp_path, "--bridge", "off", "--deletion-cost", "on"))
+            await until(lambda: leader_value(adapter) == 1)
+            for verb in ("get", "update", "create"):
+                kube.forbid(verb, "leases", LEASE_NAMESPACE)
+            await until(lambda: leader_value(adapter) == 0)
+            await asyncio.sleep(2)
+            yield SeenWithoutBridge(await asyncio.to_thread(leader_value, adapter),
+                                    await asyncio.to_thread(bridge_gauges, adapter))
+
+
+async def test_no_leader_with_the_bridge_off_warns_that_deletion_costs_stop_and_pages_nobody(
+        seen_without_bridge: SeenWithoutBridge, tmp_path: Path) -> None:
+    """With `--bridge off` the leader writes deletion costs only: without one the runtimes still scale (whatever
+    carries the HPAs' replicas does not need this adapter), and scale-downs remove the ReplicaSet's choice of
+    pod. A warning's worth, not a critical page that says scaling stopped."""
+    seen = seen_without_bridge
+    assert seen.leader == 0
+    sent = alerts_sent(tmp_path, held(seen.leader, seen.says_what_it_does), 10)
+    assert [alert for alert in sent if alert.labels["severity"] == "critical"] == [], sent
+    no_leader = [alert for alert in sent if "NoLeader" in alert.labels["alertname"]]
+    assert len(no_leader) == 1, sent
+    alert = no_leader[0]
+    assert alert.labels["severity"] == "warning", alert
+    said = " ".join((alert.annotations["summary"], alert.annotations["description"]))
+    assert "deletion cost" in alert.annotations["summary"].lower(), alert.annotations["summary"]
+    for words in ("--bridge off", "kubectl -n modelmesh-autoscaler get lease"):
+        assert words in said, f"the alert does not say {words!r}: {said}"
+    assert "reach no runtime" not in said, said
