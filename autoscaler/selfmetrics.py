@@ -13,6 +13,7 @@ series exists (tests/test_no_created_series.py scrapes both formats).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final, Literal, get_args
 
@@ -283,6 +284,18 @@ class AdapterMetrics:
             "still read True; absent once answered. Every replica, from its own RuntimeScale watch.",
             ("namespace", "runtimescale"),
         )
+        # Not made at all with per-runtime metrics on: the refresh process renders every metric it holds
+        # (`selfmetrics_split.refresh_families`), registered or not.
+        self.runtime_scales_status_stale = None if per_runtime else Gauge(
+            "modelmesh_autoscaler_runtime_scales_status_stale",
+            "How many RuntimeScales of the namespace runtime_scale_status_stale would show (their Ready condition "
+            "written for an older spec, or not at all); absent while none. Published with --per-runtime-metrics "
+            "off only, in place of those series, so that RuntimeScales left behind are still alerted on "
+            "(ModelMeshRuntimeScalesStatusStaleInNamespace). Every replica, from its own RuntimeScale watch.",
+            ["namespace"], registry=self.registry,
+        )
+        self._stale_scales: set[tuple[str, str]] = set()
+        """The RuntimeScales whose status is stale: what the per-namespace count is counted from."""
         self._scale_reasons: dict[tuple[str, str], str] = {}
         """The reason each RuntimeScale's not-Ready series carries: one series per RuntimeScale, the last
         reason's removed when it changes."""
@@ -340,8 +353,18 @@ class AdapterMetrics:
         no leader it is the one series that names the RuntimeScales left behind."""
         if stale:
             self.runtime_scale_status_stale.set((namespace, name), 1)
+            self._stale_scales.add((namespace, name))
         else:
             self.runtime_scale_status_stale.remove(namespace, name)
+            self._stale_scales.discard((namespace, name))
+        if self.runtime_scales_status_stale is None:
+            return
+        count = sum(1 for scale_namespace, _ in self._stale_scales if scale_namespace == namespace)
+        if count:
+            self.runtime_scales_status_stale.labels(namespace).set(count)
+        else:
+            with contextlib.suppress(KeyError):  # none stale there before either
+                self.runtime_scales_status_stale.remove(namespace)
 
     def forget_runtime_scale(self, namespace: str, name: str) -> None:
         """Remove a RuntimeScale's series: it is gone, or this replica stopped leading."""

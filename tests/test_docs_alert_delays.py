@@ -80,6 +80,7 @@ DELAYS: dict[str, Callable[[dict[str, Any]], float]] = {
     "ModelMeshRuntimeScalesNotListed": held_for,
     "ModelMeshRuntimeReplicasFought": held_for,
     "ModelMeshRuntimeScaleStatusStale": held_for,
+    "ModelMeshRuntimeScalesStatusStaleInNamespace": held_for,
     "ModelMeshRuntimeScaleNotReady": held_for,
     "ModelMeshRuntimeScaleUpBlocked": held_for,
     "ModelMeshRuntimeCappedAtMaxReplicas": held_for,

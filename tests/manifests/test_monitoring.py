@@ -149,7 +149,9 @@ def known_metric_names() -> set[str]:
     acting = AdapterMetrics()
     acting.set_leader(True)  # as an adapter that writes to the cluster publishes it
     acting.serve_live_series(lambda: None, 60.0)  # read at each scrape: process_*, the values' age and stall limit
-    adapter = {n for family in acting.registry.collect() for n in family_sample_names(family)}
+    fleet_sized = AdapterMetrics(per_runtime=False)  # --per-runtime-metrics off: counts in place of some series
+    adapter = {n for metrics in (acting, fleet_sized) for family in metrics.registry.collect()
+               for n in family_sample_names(family)}
     recorded = {rule["record"] for rule in rules() if "record" in rule}
     return exported | adapter | recorded | KUBE_STATE_METRICS | PROMETHEUS_OWN | DCGM
 

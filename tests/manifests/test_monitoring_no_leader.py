@@ -103,11 +103,11 @@ class Seen:
 
 
 def runtime_scale_series(adapter: str) -> dict[str, float]:
-    """Every `modelmesh_autoscaler_runtime_scale_*` sample of the adapter's /metrics, as Prometheus stores it when
+    """Every `modelmesh_autoscaler_runtime_scale*` sample of the adapter's /metrics, as Prometheus stores it when
     it scrapes the adapter pod (`honor_labels`: the RuntimeScale's namespace, not the adapter's)."""
     found: dict[str, float] = {}
     for sample in adapter_metrics(adapter):
-        if sample.name.startswith("modelmesh_autoscaler_runtime_scale_"):
+        if sample.name.startswith("modelmesh_autoscaler_runtime_scale"):
             labels = attach(ADAPTER_LABELS, sample.labels, honor_labels=True)
             found[sample.name + "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"] = (
                 sample.value)
@@ -254,3 +254,48 @@ async def test_no_leader_with_the_bridge_off_warns_that_deletion_costs_stop_and_
     for words in ("--bridge off", "kubectl -n modelmesh-autoscaler get lease"):
         assert words in said, f"the alert does not say {words!r}: {said}"
     assert "reach no runtime" not in said, said
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def unled_without_per_runtime(
+        tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[dict[str, float], Path]]:
+    """The RuntimeScale series of an adapter run with `--per-runtime-metrics off` once no replica leads and the HPA
+    has asked 6 of a runtime at 3, with its leader and bridge gauges; and the cluster's kubeconfig, for a reader's
+    kubectl."""
+    tmp_path = tmp_path_factory.mktemp("no-leader-no-per-runtime")
+    async with FakeKubeApi() as kube:
+        kube.add_modelmesh_runtime(NS, "modelmesh-serving-triton", replicas=3)
+        kube.add_serving_runtime(NS, "triton", replicas=3)
+        kube.add_runtime_scale(NS, "triton", replicas=3)
+        kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig", namespace=LEASE_NAMESPACE)
+        with contextlib.ExitStack() as stack:
+            adapter = await asyncio.to_thread(stack.enter_context, leading_adapter(
+                kubeconfig, tmp_path, "--per-runtime-metrics", "off"))
+            await until(lambda: ready(kube) == ("True", "Bridged") and leader_value(adapter) == 1)
+            for verb in ("get", "update", "create"):
+                kube.forbid(verb, "leases", LEASE_NAMESPACE)
+            await until(lambda: leader_value(adapter) == 0)
+            kube.update_object("runtimescales", NS, "triton", lambda scale: scale["spec"].update(replicas=6))
+            await asyncio.sleep(3)
+            series = {**await asyncio.to_thread(runtime_scale_series, adapter),
+                      **await asyncio.to_thread(bridge_gauges, adapter)}
+        yield series, kubeconfig
+
+
+async def test_runtime_scales_left_behind_are_alerted_on_with_per_runtime_metrics_off(
+        unled_without_per_runtime: tuple[dict[str, float], Path], tmp_path: Path) -> None:
+    """`--per-runtime-metrics off` drops the series of each RuntimeScale, the stale status's among them, so that
+    nothing but NoLeader fired: a leader that holds the Lease but does not bridge (another installation's, one run
+    with --bridge off) left every RuntimeScale behind without an alert. The page still names the namespace."""
+    series, kubeconfig = unled_without_per_runtime
+    sent = alerts_sent(tmp_path, held(0, series, 20), 20)
+    named = [alert for alert in sent if "NoLeader" not in alert.labels["alertname"]]
+    assert [alert.labels.get("namespace") for alert in named] == [NS], sent
+    said = named[0].annotations["summary"] + " " + named[0].annotations["description"]
+    for words in ("kubectl", "observedGeneration", "ModelMeshAutoscalerNoLeader", "1 RuntimeScale"):
+        assert words in said, f"the alert does not say {words!r}: {said}"
+    # The alert cannot name the RuntimeScale: the command it gives does, with the two generations apart.
+    command = next(line for line in re.findall(r"`([^`]*)`", said) if line.startswith("kubectl "))
+    listed = [line.split() for line in (await asyncio.to_thread(run_kubectl, kubeconfig, command)).splitlines()[1:]]
+    assert [(name, int(generation) > int(observed)) for name, generation, observed in listed] == [("triton", True)], (
+        command, listed)
