@@ -1,12 +1,14 @@
 """When the replica bridge tries a RuntimeScale again after a failed reconcile, and when it wakes up for it.
 
-A module of its own because the schedule is easy to get wrong and is the same for every kind of failure: 409, 429,
-5xx and no answer are retried with exponential backoff and jitter (`autoscaler.kube.backoff.retry_delay`), other
-refusals (403: RBAC) at the next resync. A RuntimeScale the watch hands over during a failure's backoff (the HPA
-wrote again) waits for its retry too (`holds`): its retry's pass reads the newest ask; after a refusal it goes
-out. A retry waits at least half its backoff, counted from the start of the pass that failed, and the first one due
-starts a pass that takes every one whose half has passed: each retry due on its own started a pass of three
-fleet-wide lists for it alone, back to back while an outage failed every write. A server's `Retry-After`
+A module of its own because the schedule is easy to get wrong: 409, 429, 5xx and no answer are retried with
+exponential backoff and jitter (`autoscaler.kube.backoff.retry_delay`), other refusals (403: RBAC) at the next
+resync. A failure the server never answered (refused, timed out) backs off to about 4 s only
+(`backoff.UNANSWERED_MAX_S`, as the watches), so a write lands within seconds of an outage's end; an answered one to
+the 60 s cap, counting only the answered failures in a row. A RuntimeScale the watch hands over during a failure's
+backoff (the HPA wrote again) waits for its retry too (`holds`): its retry's pass reads the newest ask; after a
+refusal it goes out. A retry waits at least half its backoff, counted from the start of the pass that failed, and
+the first one due starts a pass that takes every one whose half has passed: each retry due on its own started a pass
+of three fleet-wide lists for it alone, back to back while an outage failed every write. A server's `Retry-After`
 (`ServerThrottle`) holds the whole bridge, so the next pass waits for it.
 """
 
@@ -17,7 +19,7 @@ from collections.abc import Callable, KeysView
 from dataclasses import dataclass
 
 from autoscaler.actuation.bridge_owners import ScaleId
-from autoscaler.kube.backoff import ServerThrottle, exponential_delay, retry_delay
+from autoscaler.kube.backoff import UNANSWERED_MAX_S, ServerThrottle, exponential_delay, retry_delay, unanswered
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.raw import JSON
 
@@ -25,6 +27,10 @@ from autoscaler.kube.raw import JSON
 @dataclass(slots=True)
 class _Retry:
     failures: int = 0
+    answered: int = 0
+    """Of `failures`, those the server answered (409, 429, 5xx): an answered failure backs off by these alone. The
+    tries of an outage nobody answered say nothing of the server's load, and counted in they had a 503 at its
+    return (a server starting up) wait 30 to 60 s, the cap, where the first answered failure waits 1 s."""
     retry_at: float = 0.0
     """When this retry wakes the bridge (jittered)."""
     not_before: float = 0.0
@@ -69,14 +75,20 @@ class RetrySchedule:
         (`next_pass_in_s`)."""
         retry = self._retry(key, scale) or self._retries.setdefault(key, _Retry(uid=_uid(scale)))
         retry.failures += 1
+        if not unanswered(error):
+            retry.answered += 1
         now = self._clock()
         self._throttle.note(error)
         retry.holds_asks = error.retryable
         if error.retryable:
             start = self._started_at if -math.inf < self._started_at <= now else now
-            retry.retry_at = start + retry_delay(retry.failures, self._base_s, self._cap_s, self._rand(),
-                                                 error.retry_after_s)
-            retry.not_before = start + max(exponential_delay(retry.failures, self._base_s, self._cap_s) / 2,
+            # A try the server never answered (refused, timed out) costs it nothing: retried within about 4 s, as
+            # the watches' are, so that a write lands within seconds of an outage's end, not at a backoff that
+            # doubled to its cap through the outage.
+            failures, cap_s = ((retry.failures, min(self._cap_s, UNANSWERED_MAX_S)) if unanswered(error)
+                               else (retry.answered, self._cap_s))
+            retry.retry_at = start + retry_delay(failures, self._base_s, cap_s, self._rand(), error.retry_after_s)
+            retry.not_before = start + max(exponential_delay(failures, self._base_s, cap_s) / 2,
                                            error.retry_after_s or 0.0)
         else:
             retry.retry_at = retry.not_before = now + self._resync_s

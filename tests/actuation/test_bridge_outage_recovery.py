@@ -16,12 +16,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from pathlib import Path
 
+import pytest
+
+from autoscaler.actuation.bridge import BridgeSettings, ReplicaBridge
 from autoscaler.actuation.bridge_runtime_watch import ServingRuntimeWatch
 from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.kube.client import KubeClient
 from autoscaler.model import RuntimeKey
+from tests.actuation.conftest import connect
+from tests.actuation.test_bridge_during_pass import fleet, hpa_writes, rt
 from tests.fakes.kube import JSON, FakeKubeApi
+from tests.support.clock import SteppedClock
 from tests.support.outage_clock import Waits, back_after_outage
 from tests.support.waiting import eventually
 
@@ -83,3 +90,44 @@ async def test_a_servingruntime_set_by_hand_during_an_outage_reaches_the_bridge_
         with contextlib.suppress(asyncio.CancelledError):
             await task
     assert back_after <= PROMPT_S, f"the hand edit reached the bridge only {back_after:.1f} s after the API's return"
+
+
+@pytest.mark.parametrize("answers_first", [None, 503], ids=["then-ok", "then-a-503"])
+async def test_a_runtime_write_the_server_never_answered_lands_within_seconds_of_its_return(
+    kube: FakeKubeApi, kubeconfig: Path, clock: SteppedClock, answers_first: int | None,
+) -> None:
+    """The bridge's own retries of a RuntimeScale, as its watches' are: the ServingRuntime's writes get no answer
+    (each held past the client's timeout) for 40 s while the lists answer, and the HPA's 7 reaches the runtime
+    within seconds of the server's return. Its backoff had doubled through the outage (60 s cap): 20 s late here,
+    up to the cap after a longer one. The server's first answer may be a failure (a 503 while it starts): that one
+    is retried at the base backoff (1 s), as the first answered failure it is, not at the step the tries nobody
+    answered had reached (30 to 60 s). Played on the test's clock (the bridge's passes one after another, each at
+    the moment its run loop would start it), jitter drawn at its top."""
+    kube_client = await connect(kubeconfig, timeout_s=0.3)  # each try of the held read ends in 0.3 s
+    try:
+        fleet(kube, 1)  # rt00: its RuntimeScale asks 3 of a ServingRuntime at 2
+        bridge = ReplicaBridge(kube_client, namespaces=[NS], clock=clock, rand=lambda: 1.0)
+        await bridge.sync()
+        assert kube.serving_runtime_replicas(NS, rt(0)) == 3
+        # The outage, for this runtime's writes: each held unanswered (and never applied while the test looks).
+        outage = kube.hold_answer(rf"/servingruntimes/{rt(0)}$", times=None, method="PATCH")
+        bridge.wake(hpa_writes(kube, rt(0), 7))  # the watch hands the HPA's write over
+        await bridge.sync_changed()
+        end, down = clock.now + OUTAGE_S, True
+        while kube.serving_runtime_replicas(NS, rt(0)) != 7:
+            clock.advance(bridge.next_pass_in_s())
+            if down and clock.now >= end:
+                kube.held_answers.remove(outage)  # the server answers again; the writes it never answered stay lost
+                if answers_first is not None:
+                    kube.fail(rf"/servingruntimes/{rt(0)}$", answers_first, method="PATCH")
+                down = False
+            await bridge.sync()
+            assert clock.now < end + 120, "the HPA's 7 never reached the runtime"
+        tries = outage.hits
+    finally:
+        await kube_client.close()
+        outage.release()
+    assert tries >= 2, f"{tries} unanswered tries: the outage did not hold the runtime's writes"
+    late_s = PROMPT_S + (0.0 if answers_first is None else BridgeSettings().backoff_base_s)
+    assert clock.now - end <= late_s, (
+        f"the HPA's 7 reached the runtime {clock.now - end:.1f} s after the server answered again")
