@@ -22,7 +22,6 @@ import aiohttp
 from yarl import URL
 
 from autoscaler.backend_said import quoted, told
-from autoscaler.log_lists import few
 from autoscaler.sources.modelmesh_own_port import plain_to_tls_port
 from autoscaler.sources.tls_causes import HOST_MISMATCH, NOT_TLS, ssl_cause
 from exporter import names
@@ -137,7 +136,12 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
     it closes is the pod going away, not an HTTPS exporter refusing plain HTTP (`closed_hint`)."""
     timeout = session.timeout
     try:
-        async with session.get(url, server_hostname=server_name) as response:
+        # A redirect is never followed: the exporter has none, and a tenant's pod that answered one sent the
+        # adapter (its network reach, its client certificate) to any address, another tenant's exporter read as
+        # its own load or an internal service whose answer came back quoted in the 503 that tenant reads.
+        async with session.get(url, server_hostname=server_name, allow_redirects=False) as response:
+            if 300 <= response.status < 400:
+                raise FetchError(names.REASON_HTTP, f"HTTP {response.status} from {url}: {redirect_said(response)}")
             if response.status != 200:
                 if response.status == 400 and GO_SAYS.encode() in await response.content.read(len(GO_SAYS)):
                     # plain HTTP to an HTTPS exporter (or any Go server): a connection refused, as it was before
@@ -169,10 +173,6 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
         raise FetchError(names.REASON_CONNECT, f"{url}: {told(str(error))}{hint}") from error
     except aiohttp.ClientPayloadError as error:
         raise FetchError(names.REASON_PARSE, f"incomplete body from {url}: {told(str(error))}") from error
-    except aiohttp.TooManyRedirects as error:
-        raise FetchError(names.REASON_HTTP, f"{url}: {redirects_said(error)}") from error
-    except aiohttp.RedirectClientError as error:
-        raise FetchError(names.REASON_HTTP, f"{url}: {redirect_not_followed(error)}") from error
     except aiohttp.ClientError as error:  # aiohttp's words may quote the answer's (a bad status line, whole)
         raise FetchError(names.REASON_CONNECT, f"{url}: {told(str(error))}") from error
     try:
@@ -206,23 +206,13 @@ def tls_detail(url: str, error: BaseException, server_name: str | None = None) -
     return f"{url}: {error}"
 
 
-def redirects_said(error: aiohttp.TooManyRedirects) -> str:
-    """A redirect loop, said with where it went, as the exporter says its own (`http`, not `connect`): aiohttp's
-    words for it are `0, message=''`, and the exporter did answer, so the connect hint would point the wrong way.
-    Kept here rather than shared with `exporter.collectors.modelmesh`, whose wording names ModelMesh's port.
-    The Locations are the exporter's words (`backend_said`): a new one of 8 KB at each of the ten hops made an
-    80 KB line."""
-    targets = dict.fromkeys(quoted(response.headers.get(aiohttp.hdrs.LOCATION, "")) for response in error.history)
-    return f"too many redirects ({len(error.history)}), to {few(targets, 3)}"
-
-
-def redirect_not_followed(error: aiohttp.RedirectClientError) -> str:
-    """A redirect to a Location aiohttp does not follow (another scheme, or no URL at all): the exporter answered,
-    so `http`, not `connect`, with the Location quoted (`backend_said`): as aiohttp writes it, a terminal escape
-    in it reached the log as it was."""
-    location = str(error.args[0]) if error.args else ""
-    said_as = "not an http or https URL" if isinstance(error, aiohttp.NonHttpUrlRedirectClientError) else "not a URL"
-    return f"redirected to {quoted(location)}, {said_as}"
+def redirect_said(response: aiohttp.ClientResponse) -> str:
+    """Where a redirect pointed, quoted (`backend_said`: the pod's words, a terminal escape or 8 KB of them
+    included), and that it was not followed: the operator learns what sits at the pod's port."""
+    location = response.headers.get(aiohttp.hdrs.LOCATION)
+    where = "with no Location" if location is None else f"redirected to {quoted(location)}"
+    return (f"{where}, not followed (the exporter never redirects: another server answers at the pod's port, "
+            "or one that sends the adapter elsewhere)")
 
 
 async def _read_capped(response: aiohttp.ClientResponse, url: str, max_bytes: int) -> bytes:

@@ -81,14 +81,26 @@ async def test_an_http_error_says_what_it_means(aiohttp_server: AiohttpServer, s
     assert f"HTTP {status}" in detail and hint in detail, detail
 
 
-async def test_a_redirect_loop_is_an_http_error_that_says_where_it_went(aiohttp_server: AiohttpServer) -> None:
-    """Before, aiohttp's TooManyRedirects fell through as reason `connect` with `0, message=''`, sending the
-    operator to the "nothing accepts connections" hint although the exporter did answer."""
-    async def loop(request: web.Request) -> web.Response:
-        raise web.HTTPFound(location="/metrics")
+async def test_a_redirect_is_not_followed_and_says_where_it_pointed(aiohttp_server: AiohttpServer) -> None:
+    """A tenant's pod at the exporter port that redirects the adapter elsewhere: another tenant's exporter (whose
+    load it would be served as its own) or an internal address (whose answer came back quoted in the 503 and
+    /debug the tenant can read). Before, aiohttp followed up to ten redirects to any host. The exporter never
+    redirects: an `http` failure of that pod, the Location said, the other server never asked."""
+    asked_elsewhere: list[str] = []
 
-    port = await serve(aiohttp_server, loop)
+    async def elsewhere(request: web.Request) -> web.Response:
+        asked_elsewhere.append(request.path)
+        return web.Response(text='{"AccessKeyId":"ASIAEXAMPLE","Token":"IQoJ"}\n')
+
+    other = await serve(aiohttp_server, elsewhere)
+
+    async def redirect(request: web.Request) -> web.Response:
+        raise web.HTTPFound(location=f"http://127.0.0.1:{other}/secret")
+
+    port = await serve(aiohttp_server, redirect)
     reason, detail = await said(f"http://127.0.0.1:{port}/metrics")
+    assert asked_elsewhere == []
     assert reason == "http"
-    assert "too many redirects (" in detail and "to '/metrics'" in detail, detail
-    assert "message=''" not in detail, detail
+    assert f"HTTP 302 from http://127.0.0.1:{port}/metrics" in detail, detail
+    assert f"redirected to 'http://127.0.0.1:{other}/secret', not followed" in detail, detail
+    assert "AccessKeyId" not in detail, detail

@@ -87,14 +87,12 @@ async def test_what_the_library_could_not_read_stays_in_its_line_and_is_cut_shor
     assert "unparseable exposition: 'Invalid labels: a=vvv" in said and "characters)" in said, said
 
 
-async def test_the_locations_of_a_redirect_loop_are_quoted_and_cut_short(
+async def test_the_location_of_a_redirect_is_quoted_and_cut_short(
         aiohttp_server: AiohttpServer, caplog: pytest.LogCaptureFixture) -> None:
-    """An exporter that redirects to a new 3,000-character Location each time made a 30 KB line."""
-    hops = iter(range(1, 100))
-    url = await serving(aiohttp_server, lambda: web.Response(
-        status=302, headers={"Location": f"/metrics?{next(hops)}{'x' * 3000}"}))
+    """An exporter that redirected to a new 3,000-character Location each time made a 30 KB line."""
+    url = await serving(aiohttp_server, lambda: web.Response(status=302, headers={"Location": f"/m?{'x' * 3000}"}))
     said = await said_of_a_failed_scrape(url, caplog, "http")
-    assert "too many redirects (10), to '/metrics?1xxx" in said and "...' (3,010 characters)" in said, said
+    assert "redirected to '/m?xxx" in said and "...' (3,003 characters), not followed" in said, said
 
 
 @contextlib.asynccontextmanager
@@ -115,14 +113,10 @@ async def redirecting_to(location: bytes) -> AsyncIterator[str]:
         await server.wait_closed()
 
 
-@pytest.mark.parametrize(("location", "said_as"), [
-    (f"ftp://evil/\x1b[2K{FORGED}", "not an http or https URL"),
-    (f"http://[evil\x1b[2K{FORGED}", "not a URL"),
-])
-async def test_a_redirect_to_a_location_not_followed_is_quoted_and_counted_as_http(
-        caplog: pytest.LogCaptureFixture, location: str, said_as: str) -> None:
+@pytest.mark.parametrize("location", [f"ftp://evil/\x1b[2K{FORGED}", f"http://[evil\x1b[2K{FORGED}"])
+async def test_a_redirect_is_quoted_and_counted_as_http(caplog: pytest.LogCaptureFixture, location: str) -> None:
     """Written as it came, the Location's terminal escapes reached the log (rewriting the line on a terminal),
     and the failure was counted as `connect`, although the exporter had answered."""
     async with redirecting_to(location.encode()) as url:
         said = await said_of_a_failed_scrape(url, caplog, "http")
-    assert f"redirected to {location!r}, {said_as}" in said, said
+    assert f"redirected to {location!r}, not followed" in said, said
