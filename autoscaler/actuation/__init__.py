@@ -6,7 +6,9 @@
   patches a pass sends), `deletion_cost_writes` (the merge patches, with retries and backoff),
   `deletion_cost_news` (its lines on failed writes), `deletion_cost_hold` (what the ranking hold asks of it).
 - `cluster_pods`: what the writer reads of the pod objects (annotation, uid) through discovery's pod watch.
-- `leader`: `coordination.k8s.io/v1` Lease election, in the style of client-go.
+- `leader`: `coordination.k8s.io/v1` Lease election, in the style of client-go; its parts: `lease_timing` (the
+  three durations, their margin and the client timeout it leaves), `lease_record` (the Lease on the wire, and
+  as this replica last saw it), `lease_news` and `lease_said` (what the log says of a failover, in which words).
 - `actuator`: wires the writer and the elector into `serve` from its settings.
 
 May import `kube`, `policies`, `model`, `names`, `selfmetrics`, `settings` and `refresher`; never `api`.
