@@ -20,7 +20,7 @@ import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from autoscaler.actuation.leader import LeaseConfig
+from autoscaler.actuation.lease_timing import LeaseConfig
 from autoscaler.actuation.writes_off import elects_leader
 from autoscaler.api.open_paths import AlwaysAllowPaths, OpenPathError
 from autoscaler.kube.errors import KubeConfigError

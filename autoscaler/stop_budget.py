@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from autoscaler.actuation.leader import client_timeout_s
+from autoscaler.actuation.lease_timing import client_timeout_s
 from autoscaler.settings import ServeSettings
 from autoscaler.worker_pool import STOP_TIMEOUT_S
 

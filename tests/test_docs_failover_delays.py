@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from autoscaler.actuation.leader import JITTER_FACTOR, LeaseConfig
+from autoscaler.actuation.lease_timing import JITTER_FACTOR, LeaseConfig
 
 OPERATIONS = Path(__file__).resolve().parent.parent / "docs" / "operations.md"
 DEFAULTS = LeaseConfig(namespace="ml", name="modelmesh-autoscaler", identity="replica-a")

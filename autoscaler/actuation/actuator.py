@@ -34,7 +34,8 @@ from autoscaler.actuation.bridge_runtime_watch import serving_runtime_watches
 from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.actuation.cluster_pods import ClusterPods
 from autoscaler.actuation.deletion_cost import DeletionCostWriter
-from autoscaler.actuation.leader import DEFAULT_CLIENT_TIMEOUT_S, LeaseConfig, LeaseElector, client_timeout_s
+from autoscaler.actuation.leader import LeaseElector
+from autoscaler.actuation.lease_timing import DEFAULT_CLIENT_TIMEOUT_S, LeaseConfig, client_timeout_s
 from autoscaler.actuation.scale_asks import RuntimeScaleAsks
 from autoscaler.actuation.write_fence import FencedClient, WriteFence
 from autoscaler.actuation.writes_off import bridges_replicas, elects_leader, writes_nothing, written_namespaces

@@ -73,7 +73,7 @@ class PodRecord:
     echoed: bool = False
     """Whether the pod watch has shown `cost` on the pod since this replica wrote it (the write's echo): until
     then what the watch shows is the pod as it was before (the watch behind, or relisting), for at most
-    `ECHO_WAIT_S`; after it, another value is another writer's (`DeletionCostWriter._foreign`)."""
+    `ECHO_WAIT_S`; after it, another value is another writer's (`ForeignCosts.foreign`)."""
     sending: int | None = None
     """The cost of the PATCH under way (None: none): the watch may show it before the PATCH's answer comes, and
     that is its echo (`sent_echoed`)."""
@@ -82,7 +82,7 @@ class PodRecord:
     unanswered: tuple[int, ...] = ()
     """The costs of PATCHes that got no answer (a timeout, a connection lost) since the last one answered: the API
     server may have committed them after all, and the pod watch showing one is this replica's write landing late,
-    not another writer's (`DeletionCostWriter._foreign`)."""
+    not another writer's (`ForeignCosts.foreign`)."""
     fought: bool = False
     """Written again for another writer's value, and not yet seen keeping this replica's for `min_interval_s`:
     written again at most once a pod's minute, even for a runtime whose writes are hurried, and said once."""

@@ -13,7 +13,8 @@ import pytest
 
 from autoscaler import __version__
 from autoscaler.actuation.actuator import DeletionCostActuator, start_actuator
-from autoscaler.actuation.leader import LeaseConfig, LeaseElector
+from autoscaler.actuation.leader import LeaseElector
+from autoscaler.actuation.lease_timing import LeaseConfig
 from autoscaler.kube.client import KubeClient
 from autoscaler.kube.errors import KubeConfigError
 from autoscaler.model import PodSample, RuntimeSnapshot

@@ -236,13 +236,13 @@ async def test_planning_a_fleet_leaves_the_event_loop_to_the_metrics_api(
     writer.offer(views)
     loop_ran = threading.Event()
     saw_the_loop_run: list[bool] = []
-    plan = writer._plan
+    plan = writer._due.plan
 
     def plan_once_the_loop_ran(*args: Any) -> Any:
         saw_the_loop_run.append(loop_ran.wait(timeout=10))
         return plan(*args)
 
-    monkeypatch.setattr(writer, "_plan", plan_once_the_loop_ran)
+    monkeypatch.setattr(writer._due, "plan", plan_once_the_loop_ran)
 
     async def other_work() -> None:  # what the loop also serves: an HPA's request
         await asyncio.sleep(0.005)

@@ -4,9 +4,9 @@ watch that shows every change as it comes, no pod carries what the ReplicaSet re
 leader's for longer than the pod's minute and one refresh (docs/design.md: "written again at the pod's next
 minute"). An earlier round's leftover said the leader trusted its own last write over the pod watch for 5 minutes,
 so that a cost set by hand after it stayed until the pod's 5-minute check whatever the ranking then asked (fixed
-by 2f227979 and e688a124; put back by hand, `_as_on_pods` planning by the leader's records alone, this fails:
-pod-c carried -1000 for 89.5 s). The writer is the real one; the API server's pods and the watch of them are small
-stand-ins (the HTTP fake is too slow for hundreds of random runs)."""
+by 2f227979 and e688a124; put back by hand, `ForeignCosts.as_on_pods` planning by the leader's records alone, this
+fails: pod-c carried -1000 for 89.5 s). The writer is the real one; the API server's pods and the watch of them are
+small stand-ins (the HTTP fake is too slow for hundreds of random runs)."""
 
 from __future__ import annotations
 

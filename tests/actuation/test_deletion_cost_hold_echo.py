@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from autoscaler.actuation.cluster_pods import DeletionCostEvents, DeletionCostListener
-from autoscaler.actuation.deletion_cost import ECHO_WAIT_S, DeletionCostWriter, WriterSettings
+from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
+from autoscaler.actuation.deletion_cost_memory import ECHO_WAIT_S
 from autoscaler.kube.client import KubeClient
 from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.ranking_hold import EXPIRED, HoldReason

@@ -3,7 +3,8 @@ a Lease deleted by a user (`kubectl delete lease`) while it is held."""
 
 from __future__ import annotations
 
-from autoscaler.actuation.leader import LeaseConfig, LeaseElector
+from autoscaler.actuation.leader import LeaseElector
+from autoscaler.actuation.lease_timing import LeaseConfig
 from autoscaler.kube.client import KubeClient
 from tests.actuation.conftest import SteppedClock
 from tests.fakes.kube import FakeKubeApi

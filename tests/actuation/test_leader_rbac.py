@@ -7,7 +7,8 @@ import logging
 
 import pytest
 
-from autoscaler.actuation.leader import LeaseConfig, LeaseElector
+from autoscaler.actuation.leader import LeaseElector
+from autoscaler.actuation.lease_timing import LeaseConfig
 from autoscaler.kube.client import KubeClient
 from tests.fakes.kube import FakeKubeApi
 

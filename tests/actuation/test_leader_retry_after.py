@@ -13,7 +13,8 @@ from typing import TypeVar
 
 import pytest
 
-from autoscaler.actuation.leader import LeaseConfig, LeaseElector
+from autoscaler.actuation.leader import LeaseElector
+from autoscaler.actuation.lease_timing import LeaseConfig
 from autoscaler.kube.client import JSON, KubeClient
 from autoscaler.kube.errors import KubeApiError
 from tests.actuation.conftest import SteppedClock

@@ -7,8 +7,9 @@ import asyncio
 
 import pytest
 
-from autoscaler.actuation import leader
-from autoscaler.actuation.leader import LeaseConfig, LeaseElector
+from autoscaler.actuation import lease_timing
+from autoscaler.actuation.leader import LeaseElector
+from autoscaler.actuation.lease_timing import LeaseConfig
 from autoscaler.kube.client import JSON, KubeClient
 from tests.actuation.conftest import SteppedClock
 from tests.fakes.kube import FakeKubeApi
@@ -51,7 +52,7 @@ def elector(store: SlowStore, identity: str, clock: SteppedClock) -> LeaseElecto
 
 @pytest.mark.parametrize(("lease_s", "renew_s", "expected"), [(15, 10, 2.5), (3, 2.5, 0.25), (60, 10, 5.0)])
 def test_client_timeout_is_at_most_half_the_margin(lease_s: float, renew_s: float, expected: float) -> None:
-    assert leader.client_timeout_s(lease_s, renew_s) == expected
+    assert lease_timing.client_timeout_s(lease_s, renew_s) == expected
 
 
 async def test_a_slow_answer_does_not_lengthen_the_leaders_term(

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.actuation.leader import LeaseConfig, LeaseElector
+from autoscaler.actuation.leader import LeaseElector
+from autoscaler.actuation.lease_timing import LeaseConfig
 from autoscaler.kube import client_certificate, exec_plugin
 from tests.fakes.kube import FakeKubeApi
 from tests.kube.client_cert_api import CertificatePlugin
