@@ -82,7 +82,10 @@ async def test_an_oom_killed_serving_worker_hands_the_lease_over_at_the_follower
         assert released_by(kube.requests[mark:], leader), "the dying leader released the Lease"
         attempts = lease_reads(kube.requests[mark:], follower)
         assert attempts < EXPIRY_ATTEMPTS, f"{attempts} attempts: the follower waited for the Lease to expire"
-        assert f"became the leader, taking over the Lease {leader.identity} released" in follower.log.read_text()
+        # Said once the follower has read its write's answer, which the fake API stores before answering: read as
+        # soon as the fake held the follower's name, the line was not yet said on a loaded machine.
+        taken = f"became the leader, taking over the Lease {leader.identity} released"
+        await wait_for(lambda: taken in follower.log.read_text(), 15, "the follower says whose released Lease it took")
     finally:
         for adapter in adapters:
             await adapter.stop(signal.SIGKILL)
@@ -102,10 +105,12 @@ async def test_an_oom_killed_leader_is_replaced_once_its_lease_expires_and_its_w
         # A killed process releases nothing: the follower took over only once the Lease had expired.
         assert not released_by(kube.requests[mark:], leader)
         assert lease_reads(kube.requests[mark:], follower) >= EXPIRY_ATTEMPTS
-        # Its log says whom it waited for, and that the Lease expired: a replica died (a WARNING).
+        # Its log says whom it waited for, and that the Lease expired: a replica died (a WARNING). Said once it has
+        # read its write's answer, which the fake API stores before answering: waited for, not read at once.
+        taken = f"became the leader, taking over from {leader.identity}: the Lease expired (not renewed for "
+        await wait_for(lambda: taken in follower.log.read_text(), 15, "the follower says whose expired Lease it took")
         said = follower.log.read_text()
         assert f"held by {leader.identity}, renewed " in said
-        taken = f"became the leader, taking over from {leader.identity}: the Lease expired (not renewed for "
         assert any("WARNING" in line and taken in line for line in said.splitlines()), said
         # Its serving worker does not go on serving values that no longer change: the pod's container ends.
         await wait_for(lambda: not any(running(pid) for pid in workers), 20, "the killed leader's workers exit")
