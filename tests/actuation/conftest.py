@@ -20,6 +20,7 @@ from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import MetricSource
+from tests.actuation.lease_replica import Replica
 from tests.fakes.kube import FakeKubeApi
 from tests.support.clock import SteppedClock as SteppedClock  # re-exported: the actuation tests import it from here
 
@@ -139,3 +140,12 @@ def refresher_writing_costs(source: MetricSource, policy: RuntimePolicy, kube_cl
                                 rand=lambda: 1.0)
     refresher.cost_writes = writer
     return refresher, writer, metrics
+
+
+@pytest.fixture
+async def replicas() -> AsyncIterator[list[Replica]]:
+    """The leader-election tests' replicas (tests.actuation.lease_replica), each stopped after the test."""
+    started: list[Replica] = []
+    yield started
+    for replica in started:
+        await replica.stop()

@@ -7,8 +7,10 @@ A follower tries the Lease every retry period (jittered up to 2.2 x); an expired
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -57,21 +59,27 @@ def running(pid: int) -> bool:
         return False
 
 
-async def leader_and_follower(kube: FakeKubeApi, adapters: list[Adapter]) -> tuple[Adapter, Adapter]:
-    for adapter in adapters:
-        await healthy(adapter)
-    await wait_for(lambda: all(a.identity for a in adapters) and holder(kube) is not None, 15, "one leads")
-    leader = next(a for a in adapters if a.identity == holder(kube))
-    return leader, next(a for a in adapters if a is not leader)
+@contextlib.asynccontextmanager
+async def leader_and_follower(kube: FakeKubeApi, exporters: str, tmp_path: Path,
+                              *args: str) -> AsyncIterator[tuple[Adapter, Adapter]]:
+    """Two real adapters on one Lease (`args` their flags), once one leads: (leader, follower); both killed after."""
+    targets, kubeconfig = runtime_files(kube, exporters, tmp_path)
+    adapters = [await start_adapter(tmp_path, i, targets, kubeconfig, *args) for i in range(2)]
+    try:
+        for adapter in adapters:
+            await healthy(adapter)
+        await wait_for(lambda: all(a.identity for a in adapters) and holder(kube) is not None, 15, "one leads")
+        leader = next(a for a in adapters if a.identity == holder(kube))
+        yield leader, next(a for a in adapters if a is not leader)
+    finally:
+        for adapter in adapters:
+            await adapter.stop(signal.SIGKILL)
 
 
 async def test_an_oom_killed_serving_worker_hands_the_lease_over_at_the_followers_next_attempt(
     kube: FakeKubeApi, exporters: str, tmp_path: Path
 ) -> None:
-    targets, kubeconfig = runtime_files(kube, exporters, tmp_path)
-    adapters = [await start_adapter(tmp_path, i, targets, kubeconfig, *LONG_LEASE) for i in range(2)]
-    try:
-        leader, follower = await leader_and_follower(kube, adapters)
+    async with leader_and_follower(kube, exporters, tmp_path, *LONG_LEASE) as (leader, follower):
         await wait_for(lambda: f"held by {leader.identity}, renewed " in follower.log.read_text(), 15,
                        "the follower names the leader it waits for")
         mark = len(kube.requests)
@@ -82,19 +90,16 @@ async def test_an_oom_killed_serving_worker_hands_the_lease_over_at_the_follower
         assert released_by(kube.requests[mark:], leader), "the dying leader released the Lease"
         attempts = lease_reads(kube.requests[mark:], follower)
         assert attempts < EXPIRY_ATTEMPTS, f"{attempts} attempts: the follower waited for the Lease to expire"
-        assert f"became the leader, taking over the Lease {leader.identity} released" in follower.log.read_text()
-    finally:
-        for adapter in adapters:
-            await adapter.stop(signal.SIGKILL)
+        # Said once the follower has read its write's answer, which the fake API stores before answering: read as
+        # soon as the fake held the follower's name, the line was not yet said on a loaded machine.
+        taken = f"became the leader, taking over the Lease {leader.identity} released"
+        await wait_for(lambda: taken in follower.log.read_text(), 15, "the follower says whose released Lease it took")
 
 
 async def test_an_oom_killed_leader_is_replaced_once_its_lease_expires_and_its_workers_stop_serving(
     kube: FakeKubeApi, exporters: str, tmp_path: Path
 ) -> None:
-    targets, kubeconfig = runtime_files(kube, exporters, tmp_path)
-    adapters = [await start_adapter(tmp_path, i, targets, kubeconfig, *LONG_LEASE) for i in range(2)]
-    try:
-        leader, follower = await leader_and_follower(kube, adapters)
+    async with leader_and_follower(kube, exporters, tmp_path, *LONG_LEASE) as (leader, follower):
         workers = serving_workers(leader.process.pid)
         mark = len(kube.requests)
         await leader.stop(signal.SIGKILL)
@@ -102,16 +107,15 @@ async def test_an_oom_killed_leader_is_replaced_once_its_lease_expires_and_its_w
         # A killed process releases nothing: the follower took over only once the Lease had expired.
         assert not released_by(kube.requests[mark:], leader)
         assert lease_reads(kube.requests[mark:], follower) >= EXPIRY_ATTEMPTS
-        # Its log says whom it waited for, and that the Lease expired: a replica died (a WARNING).
+        # Its log says whom it waited for, and that the Lease expired: a replica died (a WARNING). Said once it has
+        # read its write's answer, which the fake API stores before answering: waited for, not read at once.
+        taken = f"became the leader, taking over from {leader.identity}: the Lease expired (not renewed for "
+        await wait_for(lambda: taken in follower.log.read_text(), 15, "the follower says whose expired Lease it took")
         said = follower.log.read_text()
         assert f"held by {leader.identity}, renewed " in said
-        taken = f"became the leader, taking over from {leader.identity}: the Lease expired (not renewed for "
         assert any("WARNING" in line and taken in line for line in said.splitlines()), said
         # Its serving worker does not go on serving values that no longer change: the pod's container ends.
         await wait_for(lambda: not any(running(pid) for pid in workers), 20, "the killed leader's workers exit")
-    finally:
-        for adapter in adapters:
-            await adapter.stop(signal.SIGKILL)
 
 
 async def test_a_frozen_leader_that_wakes_after_the_takeover_writes_nothing_more(
@@ -119,10 +123,7 @@ async def test_a_frozen_leader_that_wakes_after_the_takeover_writes_nothing_more
 ) -> None:
     # A node that freezes (a live migration, a hung hypervisor) stops the leader's processes without a signal
     # they could act on; when it thaws, another replica has led for a while and the old one must not write.
-    targets, kubeconfig = runtime_files(kube, exporters, tmp_path)
-    adapters = [await start_adapter(tmp_path, i, targets, kubeconfig) for i in range(2)]
-    try:
-        leader, follower = await leader_and_follower(kube, adapters)
+    async with leader_and_follower(kube, exporters, tmp_path) as (leader, follower):
         await wait_for(lambda: len(pod_writes(kube.requests, leader)) >= len(LOAD), 15, "the leader writes the pods")
         frozen = [leader.process.pid, *serving_workers(leader.process.pid)]
         for pid in frozen:
@@ -139,9 +140,6 @@ async def test_a_frozen_leader_that_wakes_after_the_takeover_writes_nothing_more
                        "the thawed replica tries the Lease again, as a follower")
         assert pod_writes(kube.requests[thawed:], leader) == []
         assert holder(kube) == follower.identity
-    finally:
-        for adapter in adapters:
-            await adapter.stop(signal.SIGKILL)
 
 
 def pod_writes(requests: list[RecordedRequest], adapter: Adapter) -> list[str]:

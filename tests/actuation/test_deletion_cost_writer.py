@@ -43,6 +43,23 @@ def costs_in(kube: FakeKubeApi, *pods: str) -> dict[str, str | None]:
     return {pod: kube.pod_annotations(KEY.namespace, pod).get(DELETION_COST_ANNOTATION) for pod in pods}
 
 
+async def pass_on(writer: DeletionCostWriter, costs: dict[str, int], *, desired: float | None = None,
+                  current: int | None = None) -> int:
+    """The writer's pass after a refresh that ranked the pods `costs` (`views_of`): the PATCHes it sent."""
+    writer.offer(views_of(costs, desired=desired, current=current))
+    return await writer.sync()
+
+
+async def written_once(kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock,
+                       costs: dict[str, int]) -> DeletionCostWriter:
+    """A writer that has written `costs` on their pods once, the fake API's record of it cleared."""
+    add_pods(kube, list(costs))
+    writer, _ = make_writer(kube_client, clock)
+    await pass_on(writer, costs)
+    kube.clear_requests()
+    return writer
+
+
 def patched(kube: FakeKubeApi) -> list[str]:
     return [patch.name for patch in kube.patches]
 
@@ -68,16 +85,11 @@ async def test_first_refresh_patches_every_ready_pod_with_its_cost_as_a_string(
 async def test_nothing_is_patched_when_nothing_changed(
     kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock
 ) -> None:
-    add_pods(kube, ["pod-a", "pod-b"])
-    writer, _ = make_writer(kube_client, clock)
-    writer.offer(views_of({"pod-a": 500, "pod-b": 100}))
-    await writer.sync()
-    kube.clear_requests()
+    writer = await written_once(kube, kube_client, clock, {"pod-a": 500, "pod-b": 100})
 
     for _ in range(10):
         clock.advance(15)
-        writer.offer(views_of({"pod-a": 500, "pod-b": 100}))
-        assert await writer.sync() == 0
+        assert await pass_on(writer, {"pod-a": 500, "pod-b": 100}) == 0
 
     assert kube.patches == []
 
@@ -85,21 +97,14 @@ async def test_nothing_is_patched_when_nothing_changed(
 async def test_a_changed_cost_waits_until_a_minute_after_the_last_write_of_that_pod(
     kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock
 ) -> None:
-    add_pods(kube, ["pod-a", "pod-b"])
-    writer, _ = make_writer(kube_client, clock)
-    writer.offer(views_of({"pod-a": 500, "pod-b": 100}))
-    await writer.sync()
-    kube.clear_requests()
+    writer = await written_once(kube, kube_client, clock, {"pod-a": 500, "pod-b": 100})
 
     clock.advance(15)
-    writer.offer(views_of({"pod-a": 200, "pod-b": 100}))
-    assert await writer.sync() == 0
+    assert await pass_on(writer, {"pod-a": 200, "pod-b": 100}) == 0
     clock.advance(44.9)
-    writer.offer(views_of({"pod-a": 300, "pod-b": 100}))
-    assert await writer.sync() == 0
+    assert await pass_on(writer, {"pod-a": 300, "pod-b": 100}) == 0
     clock.advance(0.1)
-    writer.offer(views_of({"pod-a": 300, "pod-b": 100}))
-    assert await writer.sync() == 1
+    assert await pass_on(writer, {"pod-a": 300, "pod-b": 100}) == 1
 
     assert patched(kube) == ["pod-a"]
     assert costs_in(kube, "pod-a") == {"pod-a": "300"}
@@ -108,18 +113,12 @@ async def test_a_changed_cost_waits_until_a_minute_after_the_last_write_of_that_
 async def test_every_pod_is_written_again_after_five_minutes_even_unchanged(
     kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock
 ) -> None:
-    add_pods(kube, ["pod-a", "pod-b"])
-    writer, _ = make_writer(kube_client, clock)
-    writer.offer(views_of({"pod-a": 500, "pod-b": 100}))
-    await writer.sync()
-    kube.clear_requests()
+    writer = await written_once(kube, kube_client, clock, {"pod-a": 500, "pod-b": 100})
 
     clock.advance(299)
-    writer.offer(views_of({"pod-a": 500, "pod-b": 100}))
-    assert await writer.sync() == 0
+    assert await pass_on(writer, {"pod-a": 500, "pod-b": 100}) == 0
     clock.advance(1)
-    writer.offer(views_of({"pod-a": 500, "pod-b": 100}))
-    assert await writer.sync() == 2
+    assert await pass_on(writer, {"pod-a": 500, "pod-b": 100}) == 2
 
     assert sorted(patched(kube)) == ["pod-a", "pod-b"]
 
@@ -129,22 +128,18 @@ async def test_costs_are_written_at_once_when_the_recommendation_falls_below_the
 ) -> None:
     add_pods(kube, ["pod-a", "pod-b", "pod-c"])
     writer, _ = make_writer(kube_client, clock)
-    writer.offer(views_of({"pod-a": 500, "pod-b": 100, "pod-c": 300}, desired=3, current=3))
-    await writer.sync()
+    await pass_on(writer, {"pod-a": 500, "pod-b": 100, "pod-c": 300}, desired=3, current=3)
     kube.clear_requests()
 
     clock.advance(15)  # well inside the minute, but the HPA is about to remove a pod
-    writer.offer(views_of({"pod-a": 500, "pod-b": 200, "pod-c": 0}, desired=2, current=3))
-    assert await writer.sync() == 2
+    assert await pass_on(writer, {"pod-a": 500, "pod-b": 200, "pod-c": 0}, desired=2, current=3) == 2
     assert costs_in(kube, "pod-a", "pod-b", "pod-c") == {"pod-a": "500", "pod-b": "200", "pod-c": "0"}
 
     clock.advance(15)  # same scale-down still pending: the minute applies again
-    writer.offer(views_of({"pod-a": 500, "pod-b": 100, "pod-c": 0}, desired=2, current=3))
-    assert await writer.sync() == 0
+    assert await pass_on(writer, {"pod-a": 500, "pod-b": 100, "pod-c": 0}, desired=2, current=3) == 0
 
     clock.advance(15)  # it fell further: write at once again
-    writer.offer(views_of({"pod-a": 500, "pod-b": 100, "pod-c": 0}, desired=1, current=3))
-    assert await writer.sync() == 1
+    assert await pass_on(writer, {"pod-a": 500, "pod-b": 100, "pod-c": 0}, desired=1, current=3) == 1
     assert costs_in(kube, "pod-b") == {"pod-b": "100"}
 
 
@@ -153,13 +148,11 @@ async def test_a_failed_write_before_a_scale_down_is_retried_without_waiting_for
 ) -> None:
     add_pods(kube, ["pod-a", "pod-b"])
     writer, _ = make_writer(kube_client, clock)
-    writer.offer(views_of({"pod-a": 500, "pod-b": 100}, desired=2, current=2))
-    await writer.sync()
+    await pass_on(writer, {"pod-a": 500, "pod-b": 100}, desired=2, current=2)
 
     clock.advance(15)
     kube.fail("/pods/pod-b$", 500)
-    writer.offer(views_of({"pod-a": 500, "pod-b": 0}, desired=1, current=2))
-    await writer.sync()
+    await pass_on(writer, {"pod-a": 500, "pod-b": 0}, desired=1, current=2)
     assert costs_in(kube, "pod-b") == {"pod-b": "100"}
     clock.advance(1)  # the backoff, 44 s before the minute is over
     assert await writer.sync() == 1
@@ -188,18 +181,15 @@ async def test_a_vanished_pod_is_normal_and_not_retried_at_once(
 ) -> None:
     add_pods(kube, ["pod-a"])
     writer, metrics = make_writer(kube_client, clock)
-    writer.offer(views_of({"pod-a": 100, "gone": 0}))
-    assert await writer.sync() == 2
+    assert await pass_on(writer, {"pod-a": 100, "gone": 0}) == 2
 
     assert sample(metrics, "modelmesh_autoscaler_deletion_cost_patches_total", result="not_found") == 1
     assert sample(metrics, "modelmesh_autoscaler_pod_deletion_cost", namespace="ml", pod="gone") is None
     kube.clear_requests()
     clock.advance(30)
-    writer.offer(views_of({"pod-a": 100, "gone": 0}))
-    assert await writer.sync() == 0
+    assert await pass_on(writer, {"pod-a": 100, "gone": 0}) == 0
     clock.advance(30)
-    writer.offer(views_of({"pod-a": 100, "gone": 0}))
-    assert await writer.sync() == 1
+    assert await pass_on(writer, {"pod-a": 100, "gone": 0}) == 1
     assert patched(kube) == ["gone"]
 
 
@@ -237,8 +227,7 @@ async def test_backoff_doubles_up_to_a_minute_with_jitter(
                                     rand=functools.partial(float, rand))
         waits = []
         for _ in expected:
-            writer.offer(views_of({"pod-a": 700}))
-            await writer.sync()
+            await pass_on(writer, {"pod-a": 700})
             record = writer.records[(KEY.namespace, "pod-a")]
             waits.append(record.retry_at - clock.now)
             clock.advance(record.retry_at - clock.now)
@@ -251,15 +240,12 @@ async def test_a_refused_patch_waits_for_the_periodic_refresh(
     add_pods(kube, ["pod-a"])
     writer, metrics = make_writer(kube_client, clock)
     kube.fail("/pods/pod-a$", 403, times=None)
-    writer.offer(views_of({"pod-a": 700}))
-    await writer.sync()
+    await pass_on(writer, {"pod-a": 700})
 
     clock.advance(299)
-    writer.offer(views_of({"pod-a": 700}))
-    assert await writer.sync() == 0
+    assert await pass_on(writer, {"pod-a": 700}) == 0
     clock.advance(1)
-    writer.offer(views_of({"pod-a": 700}))
-    assert await writer.sync() == 1
+    assert await pass_on(writer, {"pod-a": 700}) == 1
     assert sample(metrics, "modelmesh_autoscaler_deletion_cost_patches_total", result="failed") == 2
 
 
@@ -269,8 +255,7 @@ async def test_only_the_leader_writes_and_a_new_term_writes_every_pod_again(
     add_pods(kube, ["pod-a", "pod-b"])
     leading = False
     writer, metrics = make_writer(kube_client, clock, may_write=lambda: leading)
-    writer.offer(views_of({"pod-a": 500, "pod-b": 100}))
-    assert await writer.sync() == 0
+    assert await pass_on(writer, {"pod-a": 500, "pod-b": 100}) == 0
     assert kube.patches == []
 
     leading = True

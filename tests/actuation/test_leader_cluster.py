@@ -15,6 +15,18 @@ def elector(client: KubeClient, identity: str, clock: SteppedClock, wall_offset_
     return LeaseElector(client, config, clock=clock, wall_clock=lambda: 1_700_000_000.0 + clock.now + wall_offset_s)
 
 
+async def lease_deleted_under(kube: FakeKubeApi, kube_client: KubeClient,
+                              clock: SteppedClock) -> tuple[LeaseElector, LeaseElector]:
+    """"a" leads and "b" has seen it lead; then the Lease is deleted (a cleanup, a namespace recreated):
+    (leader, follower)."""
+    leader = elector(kube_client, "a", clock)
+    follower = elector(kube_client, "b", clock)
+    assert await leader.try_acquire_or_renew()
+    assert not await follower.try_acquire_or_renew()
+    kube.delete_object("leases", "ml", "modelmesh-autoscaler")
+    return leader, follower
+
+
 async def test_wall_clocks_an_hour_apart_neither_steal_nor_delay_a_takeover(
     kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock
 ) -> None:
@@ -39,12 +51,7 @@ async def test_wall_clocks_an_hour_apart_neither_steal_nor_delay_a_takeover(
 async def test_a_lease_deleted_while_held_is_recreated_by_its_leader(
     kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock
 ) -> None:
-    leader = elector(kube_client, "a", clock)
-    follower = elector(kube_client, "b", clock)
-    assert await leader.try_acquire_or_renew()
-    assert not await follower.try_acquire_or_renew()
-
-    kube.delete_object("leases", "ml", "modelmesh-autoscaler")
+    leader, follower = await lease_deleted_under(kube, kube_client, clock)
     clock.advance(2)
     assert await leader.try_acquire_or_renew()
     assert not await follower.try_acquire_or_renew()
@@ -55,12 +62,7 @@ async def test_a_lease_deleted_while_held_is_recreated_by_its_leader(
 async def test_a_lease_deleted_and_taken_by_a_follower_first_ends_the_old_term_at_its_next_attempt(
     kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock
 ) -> None:
-    leader = elector(kube_client, "a", clock)
-    follower = elector(kube_client, "b", clock)
-    assert await leader.try_acquire_or_renew()
-    assert not await follower.try_acquire_or_renew()
-
-    kube.delete_object("leases", "ml", "modelmesh-autoscaler")
+    leader, follower = await lease_deleted_under(kube, kube_client, clock)
     assert not await follower.try_acquire_or_renew()  # no Lease, but "a" was seen holding it just now
     clock.advance(15)  # a lease duration in which the leader made no attempt (stalled, cut off)
     assert await follower.try_acquire_or_renew()  # created

@@ -15,7 +15,7 @@ coordination.k8s.io/v1 holds them.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -26,7 +26,7 @@ from autoscaler.actuation.leader import LeaseElector
 from autoscaler.actuation.lease_timing import LeaseConfig
 from autoscaler.kube.client import KubeClient
 from tests.actuation.conftest import SteppedClock
-from tests.actuation.test_leader_retry_after import Replica, until
+from tests.actuation.lease_replica import Replica, until
 from tests.fakes.kube import FakeKubeApi
 from tests.support.log_lines import LineCatcher
 
@@ -63,14 +63,6 @@ class Log:
 def log(caplog: pytest.LogCaptureFixture) -> Log:
     caplog.set_level(logging.INFO, logger="autoscaler.actuation.leader")
     return Log(caplog)
-
-
-@pytest.fixture
-async def replicas() -> AsyncIterator[list[Replica]]:
-    started: list[Replica] = []
-    yield started
-    for replica in started:
-        await replica.stop()
 
 
 async def follow(kube_client: KubeClient, replicas: list[Replica], world: Callable[[float], None]) -> Replica:

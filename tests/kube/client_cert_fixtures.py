@@ -15,7 +15,7 @@ import pytest
 import trustme
 
 from autoscaler.kube.client import KubeClient
-from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi
+from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi, serial_of
 from tests.kube.exec_token_fixtures import connect
 from tests.support.clock import SteppedClock
 
@@ -47,3 +47,16 @@ async def connect_with_first(kube: ClientCertKubeApi, clock: SteppedClock,
     first = kube.issue("adapter", clock.now + HOUR)
     plugin.hand_out(first, clock.now + HOUR)
     return await connect(kube, plugin), first
+
+
+def hand_out_another(kube: ClientCertKubeApi, clock: SteppedClock, plugin: CertificatePlugin) -> trustme.LeafCert:
+    """A certificate valid two hours, which `plugin` hands out from now on (what a renewal fetches), and that one."""
+    renewed = kube.issue("adapter", clock.now + 2 * HOUR)
+    plugin.hand_out(renewed, clock.now + 2 * HOUR)
+    return renewed
+
+
+async def read_with(client: KubeClient, kube: ClientCertKubeApi, cert: trustme.LeafCert) -> None:
+    """A read of the Lease answered (none there: 404, so the client was let in), sent with `cert`."""
+    assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+    assert kube.serials[-1] == serial_of(cert)

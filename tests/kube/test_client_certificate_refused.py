@@ -15,7 +15,7 @@ from autoscaler.kube import renewal_pace
 from autoscaler.kube.client import KubeApiError
 from tests.kube import client_cert_fixtures
 from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi, serial_of
-from tests.kube.client_cert_fixtures import HOUR, connect_with_first
+from tests.kube.client_cert_fixtures import HOUR, connect_with_first, hand_out_another
 from tests.kube.test_client_certificate_rotation import call_until_served_with, refused_read, said_by_credentials
 from tests.support.clock import SteppedClock
 from tests.support.waiting import eventually
@@ -35,8 +35,7 @@ async def test_a_401_to_the_certificate_just_replaced_leaves_the_new_one_in_use(
     client, first = await connect_with_first(kube, clock, plugin)
     try:
         assert await client.get_lease("ml", "modelmesh-autoscaler") is None
-        second = kube.issue("adapter", clock.now + 2 * HOUR)
-        plugin.hand_out(second, clock.now + 2 * HOUR)
+        second = hand_out_another(kube, clock, plugin)
         held = kube.hold_answer(LEASE, method="GET")
         clock.now += HOUR - 60  # renewal due, the first still valid: the call starts the run and goes out with it
 

@@ -20,7 +20,7 @@ from autoscaler.kube.client import KubeApiError, KubeClient
 from autoscaler.kube.renewal_pace import RENEW_BEFORE_S, renewal_time
 from tests.kube import client_cert_fixtures
 from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi, serial_of
-from tests.kube.client_cert_fixtures import HOUR, connect_with_first
+from tests.kube.client_cert_fixtures import HOUR, connect_with_first, hand_out_another, read_with
 from tests.kube.exec_token_fixtures import connect
 from tests.support.certificates import issue_cert
 from tests.support.clock import SteppedClock
@@ -36,13 +36,11 @@ async def test_a_plugin_certificate_is_fetched_again_when_it_expires(
     client, _ = await connect_with_first(kube, clock, plugin)
     try:
         assert await client.get_lease("ml", "modelmesh-autoscaler") is None  # 404: authenticated, nothing there
-        second = kube.issue("adapter", clock.now + 2 * HOUR)
-        plugin.hand_out(second, clock.now + 2 * HOUR)
+        second = hand_out_another(kube, clock, plugin)
 
         clock.now += HOUR + 1  # the first certificate has expired
 
-        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
-        assert kube.serials[-1] == serial_of(second)
+        await read_with(client, kube, second)
     finally:
         await client.close()
 
@@ -57,8 +55,7 @@ async def test_a_plugin_certificate_is_replaced_before_it_expires_and_old_connec
     try:
         for _ in range(3):
             assert await client.get_lease("ml", "modelmesh-autoscaler") is None
-        second = kube.issue("adapter", clock.now + 2 * HOUR)
-        plugin.hand_out(second, clock.now + 2 * HOUR)
+        second = hand_out_another(kube, clock, plugin)
         runs = plugin.runs
 
         clock.now += HOUR - 60  # a minute before the expiry: the plugin runs, the calls meanwhile use the first
@@ -83,8 +80,7 @@ async def test_a_slow_plugin_delays_no_call_while_the_certificate_is_still_valid
     client, first = await connect_with_first(kube, clock, plugin)
     try:
         assert await client.get_lease("ml", "modelmesh-autoscaler") is None
-        second = kube.issue("adapter", clock.now + 2 * HOUR)
-        plugin.hand_out(second, clock.now + 2 * HOUR)
+        second = hand_out_another(kube, clock, plugin)
         runs = plugin.runs
         plugin.hold()
         clock.now += HOUR - 60  # renewal due, a minute left
@@ -119,8 +115,7 @@ async def test_a_call_given_up_while_the_plugin_runs_leaves_the_renewal_to_finis
     client, _ = await connect_with_first(kube, clock, plugin)
     try:
         assert await client.get_lease("ml", "modelmesh-autoscaler") is None
-        second = kube.issue("adapter", clock.now + 2 * HOUR)
-        plugin.hand_out(second, clock.now + 2 * HOUR)
+        second = hand_out_another(kube, clock, plugin)
         runs = plugin.runs
         plugin.hold()
         clock.now += HOUR + 1  # expired
@@ -132,8 +127,7 @@ async def test_a_call_given_up_while_the_plugin_runs_leaves_the_renewal_to_finis
             await given_up
         plugin.release()
 
-        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
-        assert kube.serials[-1] == serial_of(second)
+        await read_with(client, kube, second)
         assert plugin.runs - runs == 1
     finally:
         plugin.release()
@@ -207,8 +201,7 @@ async def test_a_certificate_the_server_refuses_is_fetched_again_after_the_401(
     client, second = await connect_and_revoke(kube, clock, plugin)
     try:
         await refused_read(client)
-        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
-        assert kube.serials[-1] == serial_of(second)
+        await read_with(client, kube, second)
     finally:
         await client.close()
 
@@ -254,8 +247,7 @@ async def test_a_certificate_refused_in_the_tls_handshake_is_fetched_again(
         good = kube.issue("adapter", clock.now + HOUR)
         plugin.hand_out(good, clock.now + HOUR)
 
-        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
-        assert kube.serials[-1] == serial_of(good)
+        await read_with(client, kube, good)
     finally:
         await client.close()
 
@@ -310,18 +302,14 @@ async def test_a_renewal_after_the_temporary_folder_was_cleaned_away_still_lands
     plugin.hand_out(kube.issue("adapter", clock.now + HOUR), clock.now + HOUR)
     client = await connect(kube, plugin)
     try:
-        second = kube.issue("adapter", clock.now + 2 * HOUR)
-        plugin.hand_out(second, clock.now + 2 * HOUR)
+        second = hand_out_another(kube, clock, plugin)
         clock.now += HOUR + 1
-        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
-        assert kube.serials[-1] == serial_of(second)
+        await read_with(client, kube, second)
         [folder] = temporary.glob("modelmesh-autoscaler-kube-*")
         shutil.rmtree(folder)  # the tmp cleaner
 
-        third = kube.issue("adapter", clock.now + 2 * HOUR)
-        plugin.hand_out(third, clock.now + 2 * HOUR)
+        third = hand_out_another(kube, clock, plugin)
         clock.now += HOUR + 1  # the second has expired
-        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
-        assert kube.serials[-1] == serial_of(third)
+        await read_with(client, kube, third)
     finally:
         await client.close()

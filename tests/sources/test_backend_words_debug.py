@@ -56,6 +56,17 @@ async def debug_details(source: MetricSource, key: RuntimeKey, aiohttp_client: C
     return details
 
 
+async def prometheus_details(app: web.Application, aiohttp_server: AiohttpServer, aiohttp_client: ClientFactory,
+                             sources: list[PrometheusSource], now: float) -> list[str]:
+    """The problems /debug shows for TRITON after one refresh of a Prometheus source of `app`; each readable."""
+    server = await aiohttp_server(app)
+    source = PrometheusSource(two_pods(TRITON), str(server.make_url("")))
+    sources.append(source)
+    details = await debug_details(source, TRITON, aiohttp_client, now)
+    assert all(readable(detail) for detail in details), [detail[:300] for detail in details]
+    return details
+
+
 def seen_pod(now: float) -> list[dict[str, object]]:
     """Every query's answer: pod a-1 of the runtime, fresh; a-2 left out."""
     return [{"metric": {"namespace": TRITON.namespace, "pod": "a-1"}, "value": [now, repr(now)]}]
@@ -84,11 +95,7 @@ async def test_prometheus_words_reach_debug_bounded_and_readable(
 
     app = web.Application()
     app.router.add_get("/api/v1/query", query)
-    server = await aiohttp_server(app)
-    source = PrometheusSource(two_pods(TRITON), str(server.make_url("")))
-    sources.append(source)
-    details = await debug_details(source, TRITON, aiohttp_client, now)
-    assert all(readable(detail) for detail in details), [detail[:300] for detail in details]
+    details = await prometheus_details(app, aiohttp_server, aiohttp_client, sources, now)
     assert any("\\x1b[31mred" in detail for detail in details), details  # said, escaped
 
 
@@ -106,11 +113,7 @@ async def test_where_prometheus_redirected_reaches_debug_bounded(
     app = web.Application()
     app.router.add_get("/api/v1/query", query)
     app.router.add_get("/login/{rest:.*}", login)
-    server = await aiohttp_server(app)
-    source = PrometheusSource(two_pods(TRITON), str(server.make_url("")))
-    sources.append(source)
-    details = await debug_details(source, TRITON, aiohttp_client, now)
-    assert all(readable(detail) for detail in details), [detail[:300] for detail in details]
+    details = await prometheus_details(app, aiohttp_server, aiohttp_client, sources, now)
     assert any("(redirected to 'http://" in detail and "/login/ppp" in detail for detail in details), details
 
 

@@ -67,25 +67,34 @@ async def test_an_earlier_pods_series_are_not_read_as_the_new_pods_load(
     assert read(snapshots, "a-2") == pytest.approx((at, 10.0), abs=1e-3)  # the other pod as always
 
 
-async def test_an_earlier_pods_last_sample_is_not_held_for_the_new_pod(
-        aiohttp_server: AiohttpServer, sources: list[PrometheusSource], now: float) -> None:
-    """The old a-1's series are gone from the answers (stale once its target went) and its successor is not
-    scraped yet: the old a-1's last good sample, 5 s old, was held for the new pod and read as fresh."""
+async def a1_created_again(aiohttp_server: AiohttpServer, sources: list[PrometheusSource], now: float,
+                           old_created_at: float, new_created_at: float
+                           ) -> tuple[list[RuntimeSnapshot], list[RuntimeSnapshot]]:
+    """Two collects: with the old a-1 (created at `old_created_at`) answering 40 requests a second, then (5 s on)
+    with its successor (created at `new_created_at`) in discovery and the old pod's series gone from the answers."""
     answers: Answers = {}
-    discovery = StaticDiscovery([runtime(now, "a-1-old", now - LONG_AGO_S)])
+    discovery = StaticDiscovery([runtime(now, "a-1-old", old_created_at)])
     source = PrometheusSource(discovery, await answering_prometheus(aiohttp_server, answers))
     sources.append(source)
     freshness, _gpu, rps, *_ = source.queries
     series = series_at(TRITON.namespace, now)
     answers[freshness] = [series("a-1", now), series("a-2", now)]
     answers[rps] = [series("a-1", 40.0), series("a-2", 10.0)]
-    assert read(await source.collect(now), "a-1") == (now, 40.0)
+    before = await source.collect(now)
 
-    discovery.set_runtime(runtime(now, "a-1-new", now + 2))
+    discovery.set_runtime(runtime(now, "a-1-new", new_created_at))
     answers[freshness] = [series("a-2", now + 5)]
     answers[rps] = [series("a-2", 10.0)]
-    snapshots = await source.collect(now + 5)
+    return before, await source.collect(now + 5)
 
+
+async def test_an_earlier_pods_last_sample_is_not_held_for_the_new_pod(
+        aiohttp_server: AiohttpServer, sources: list[PrometheusSource], now: float) -> None:
+    """The old a-1's series are gone from the answers (stale once its target went) and its successor is not
+    scraped yet: the old a-1's last good sample, 5 s old, was held for the new pod and read as fresh."""
+    before, snapshots = await a1_created_again(aiohttp_server, sources, now, now - LONG_AGO_S, now + 2)
+
+    assert read(before, "a-1") == (now, 40.0)
     assert read(snapshots, "a-1") == (None, None), by_pod(snapshots)[TRITON.namespace, "a-1"]
     assert read(snapshots, "a-2") == (now + 5, 10.0)
 
@@ -94,21 +103,10 @@ async def test_a_pod_created_again_in_the_same_second_is_told_by_its_uid(
         aiohttp_server: AiohttpServer, sources: list[PrometheusSource], now: float) -> None:
     """Creation times are whole seconds: a pod deleted and created again within one has the same; its uid is
     another."""
-    answers: Answers = {}
     created = float(int(now - LONG_AGO_S))
-    discovery = StaticDiscovery([runtime(now, "a-1-old", created)])
-    source = PrometheusSource(discovery, await answering_prometheus(aiohttp_server, answers))
-    sources.append(source)
-    freshness, _gpu, rps, *_ = source.queries
-    series = series_at(TRITON.namespace, now)
-    answers[freshness] = [series("a-1", now), series("a-2", now)]
-    answers[rps] = [series("a-1", 40.0), series("a-2", 10.0)]
-    await source.collect(now)
+    _, snapshots = await a1_created_again(aiohttp_server, sources, now, created, created)
 
-    discovery.set_runtime(runtime(now, "a-1-new", created))
-    answers[freshness] = [series("a-2", now + 5)]
-    answers[rps] = [series("a-2", 10.0)]
-    assert read(await source.collect(now + 5), "a-1") == (None, None)
+    assert read(snapshots, "a-1") == (None, None)
 
 
 times = st.one_of(st.none(), st.floats(1e9, 2e9))
