@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from pathlib import Path
 from typing import Any
 
 import celpy
@@ -26,6 +27,7 @@ from tests.support.cel_authorizer import FUNCTIONS, CelAuthorizer
 ADAPTER = "system:serviceaccount:modelmesh-autoscaler:modelmesh-autoscaler"
 COST = "controller.kubernetes.io/pod-deletion-cost"
 ADAPTER_POLICY = "modelmesh-autoscaler-writes"
+OPERATIONS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 NS = "modelmesh-serving"
 OWNER = "alice"
 """Of the team that runs ServingRuntime `triton`: may patch it, and create RuntimeScales."""
@@ -319,6 +321,7 @@ def test_a_runtime_scale_for_someone_elses_runtime_is_refused(replicas: int | No
 
     assert message is not None
     assert "patch on servingruntimes (serving.kserve.io) triton in namespace modelmesh-serving" in message
+    assert message in " ".join(OPERATIONS.read_text().split())  # the refusal the guide quotes
 
 
 @pytest.mark.parametrize("replicas", [None, 3])
