@@ -112,7 +112,7 @@ def refusal(old: dict[str, Any] | None, new: dict[str, Any] | None, *, user: str
     target = new or old
     assert target is not None
     resource = {"Pod": "pods", "ServingRuntime": "servingruntimes", "RuntimeScale": "runtimescales"}[target["kind"]]
-    activation = {
+    activation: dict[str, Any] = {  # `authorizer` is no CEL value: an object the library's functions call
         "object": json_to_cel(new),
         "oldObject": json_to_cel(old),
         "request": json_to_cel({"operation": operation, "userInfo": {"username": user},
