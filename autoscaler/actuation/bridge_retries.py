@@ -16,21 +16,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, KeysView
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from autoscaler.actuation.bridge_owners import ScaleId
-from autoscaler.kube.backoff import UNANSWERED_MAX_S, ServerThrottle, exponential_delay, retry_delay, unanswered
+from autoscaler.kube.backoff import (
+    UNANSWERED_MAX_S,
+    FailuresInARow,
+    ServerThrottle,
+    exponential_delay,
+    retry_delay,
+    unanswered,
+)
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.raw import JSON
 
 
 @dataclass(slots=True)
 class _Retry:
-    failures: int = 0
-    answered: int = 0
-    """Of `failures`, those the server answered (409, 429, 5xx): an answered failure backs off by these alone. The
-    tries of an outage nobody answered say nothing of the server's load, and counted in they had a 503 at its
-    return (a server starting up) wait 30 to 60 s, the cap, where the first answered failure waits 1 s."""
+    in_a_row: FailuresInARow = field(default_factory=FailuresInARow)
+    """The failures in a row, and those the server answered (409, 429, 5xx): an answered failure backs off by these
+    alone (a 503 at an outage's end waited 30 to 60 s, the cap, where the first answered failure waits 1 s)."""
     retry_at: float = 0.0
     """When this retry wakes the bridge (jittered)."""
     not_before: float = 0.0
@@ -74,9 +79,7 @@ class RetrySchedule:
         pass, so that the retries of one pass share their earliest moment and go out in one pass
         (`next_pass_in_s`)."""
         retry = self._retry(key, scale) or self._retries.setdefault(key, _Retry(uid=_uid(scale)))
-        retry.failures += 1
-        if not unanswered(error):
-            retry.answered += 1
+        failures = retry.in_a_row.failed(error)
         now = self._clock()
         self._throttle.note(error)
         retry.holds_asks = error.retryable
@@ -85,8 +88,7 @@ class RetrySchedule:
             # A try the server never answered (refused, timed out) costs it nothing: retried within about 4 s, as
             # the watches' are, so that a write lands within seconds of an outage's end, not at a backoff that
             # doubled to its cap through the outage.
-            failures, cap_s = ((retry.failures, min(self._cap_s, UNANSWERED_MAX_S)) if unanswered(error)
-                               else (retry.answered, self._cap_s))
+            cap_s = min(self._cap_s, UNANSWERED_MAX_S) if unanswered(error) else self._cap_s
             retry.retry_at = start + retry_delay(failures, self._base_s, cap_s, self._rand(), error.retry_after_s)
             retry.not_before = start + max(exponential_delay(failures, self._base_s, cap_s) / 2,
                                            error.retry_after_s or 0.0)
@@ -134,7 +136,7 @@ class RetrySchedule:
         """Whether `error` is a retried failure (no answer, 409, 429, 5xx) with none before it in a row: not yet
         worth a status, one 409 or 503 retried a second later would flap Ready."""
         earlier = self._retries.get(key)
-        return error.retryable and (earlier is None or earlier.failures == 0)
+        return error.retryable and (earlier is None or earlier.in_a_row.failures == 0)
 
     def next_pass_in_s(self) -> float:
         """Seconds until the next full pass: the end of the server's `Retry-After` while one holds the bridge;

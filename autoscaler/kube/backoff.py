@@ -15,6 +15,7 @@ import math
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Final
 
 from autoscaler.kube.errors import KubeApiError
@@ -37,14 +38,45 @@ UNANSWERED_MAX_S: Final = 4.0
 (`unanswered`), where the owner's own cap is longer: pod discovery's 30 s cap, client-go's reflector's, had its
 runtimes answer 503 for up to 36 s after the API server was back (20 to 27 s after a 40 s outage). Such a retry
 costs the server nothing (no connection, or one it never answered), and one every 4 s from each loop of two
-replicas is no load; an answered failure (a 5xx, a 403) still backs off to the owner's cap, and a 429's Retry-After
-is waited whatever this says."""
+replicas is no load; an answered failure (a 5xx, a 403) still backs off to the owner's cap, counting the answered
+failures in a row alone (`FailuresInARow`), and a 429's Retry-After is waited whatever this says."""
 
 
 def unanswered(error: BaseException) -> bool:
     """Whether `error` is a Kubernetes API call the server never answered: connection refused or reset, a timeout,
     TLS, a stream dropped (`KubeApiError.status` None). Not an error of the adapter's own code."""
     return isinstance(error, KubeApiError) and error.status is None
+
+
+@dataclass(slots=True)
+class FailuresInARow:
+    """A retrying part's failures in a row, and of them those the API server answered: what its backoff counts.
+
+    A failure the server never answered (`unanswered`) backs off by all the failures in a row, to
+    `UNANSWERED_MAX_S`; an answered one (a 5xx, a 429, a 409) by the answered failures in a row alone. The tries of
+    an outage nobody answered say nothing of how loaded the server is: counted in, the 503 of an API server still
+    starting at the end of a 40 s outage of refused connections waited the step those tries had doubled to (30 s,
+    pod discovery's and the watches' cap; 33 s for the bridge's writes), where the first answered failure waits the
+    base backoff. The one count of every loop that retries a Kubernetes call (`ListWatch`, the Deployment resync,
+    the bridge's retries), so that none counts them its own way."""
+
+    failures: int = 0
+    """Every failure in a row, answered or not: what the logs and `on_failure` say."""
+    answered: int = 0
+    """Of `failures`, those the server answered."""
+
+    def failed(self, *errors: BaseException) -> int:
+        """Count one failed try, whose calls failed with `errors`; returns the n its backoff counts from 1:
+        `failures` where the server answered none of them, `answered` where it answered any."""
+        self.failures += 1
+        if all(map(unanswered, errors)):
+            return self.failures
+        self.answered += 1
+        return self.answered
+
+    def reset(self) -> None:
+        """A try worked: the next failure is the first in a row."""
+        self.failures = self.answered = 0
 
 
 def spread_delay(failures: int, initial_s: float, cap_s: float) -> float:

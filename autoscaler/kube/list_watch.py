@@ -16,13 +16,15 @@ wake-ups all run on it.
   second from each loop, not one per round trip; `health` reads it closed meanwhile. From the second in a row since
   a watch last worked, each is also a failure told (`on_failure`, `health` as `no_answer`; `_very_short`), as the
   reflector warns of each: a proxy ending every stream at once was otherwise closed nearly all the time, unsaid.
-- Any other failure: wait `backoff(n)` (the n-th failure in a row; `unanswered_backoff(n)` where the owner gives
-  one and the server never answered, `backoff.UNANSWERED_MAX_S`), never less than the server's `Retry-After` (a
-  429 from API Priority and Fairness: client-go's REST client waits that long too), and resume the watch from the
-  last version seen, or list when there was none yet. The count starts again once a watch worked: it had been
-  open `SHORT_WATCH_S` or had carried an event (a BOOKMARK too). (The reflector's rule is not this one: it backs
-  off a failed or very short watch with a backoff manager, 0.8 s doubling to 30 s, that starts again only after
-  2 minutes without a backoff, and reopens any other at once.) A stream cut
+- Any other failure: wait `backoff(n)` (n: the answered failures in a row alone, as `backoff.FailuresInARow`
+  counts them, so that a 503 of an API server still starting after an outage of refused connections is the first,
+  not the 30 s cap the refused tries had doubled to; where the server never answered and the owner gives one,
+  `unanswered_backoff(n)` of all the failures in a row, `backoff.UNANSWERED_MAX_S`), never less than the server's
+  `Retry-After` (a 429 from API Priority and Fairness: client-go's REST client waits that long too), and resume the
+  watch from the last version seen, or list when there was none yet. The count starts again once a watch worked: it
+  had been open `SHORT_WATCH_S` or had carried an event (a BOOKMARK too). (The reflector's rule is not this one: it
+  backs off a failed or very short watch with a backoff manager, 0.8 s doubling to 30 s, that starts again only
+  after 2 minutes without a backoff, and reopens any other at once.) A stream cut
   after that (a load balancer cutting long-lived streams on its own clock, however soon after the reopen; a
   restart storm) is the first failure of a new spell, reopened after `backoff(1)`, not the next of one that
   doubled to 30 s. A watch that breaks as soon as it opens with nothing in it (a real failure loop) still backs
@@ -31,7 +33,8 @@ wake-ups all run on it.
   reopened at `backoff(1)` forever, that was some 100 watch requests a minute per watch and namespace), waits at
   least `backoff(k + 1)`, k counting such watches past the limit, until one stays open `STAYED_OPEN_S`; and
   `on_works` waits for that one. The failures after such a break (its reopen refused, 503 from an API server
-  shutting down) wait as any failures in a row do, `backoff(2)`, `backoff(3)` ..., not counted on from k: a
+  shutting down) wait as any answered failures in a row do, `backoff(1)`, `backoff(2)` ... (the break, a stream
+  cut, was no answer), not counted on from k: a
   restart storm's refusals do not pile onto the throttle. The failure that breaks it is said (`on_failure`,
   `health`) before any wait.
 
@@ -65,7 +68,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any, Final
 
-from autoscaler.kube.backoff import unanswered
+from autoscaler.kube.backoff import FailuresInARow, unanswered
 from autoscaler.kube.errors import KubeApiError, WatchExpiredError
 from autoscaler.kube.raw import JSON, Endpoint, Scope, describe, open_stream, read_json, scope_name, status_error
 from autoscaler.kube.retry_guard import RetryGuard
@@ -99,9 +102,9 @@ restarted one after another, each cutting the streams it serves) cuts a fresh wa
 row. From the next one on (a proxy that breaks every stream after its first bytes, in a namespace busy enough that
 every watch carries an event), such a watch's break waits `backoff(k + 1)`, k counting them past this, doubling to
 its cap (about 2 watch requests a minute rather than about 100), and the owner hears that the loop works only once a
-watch stays open `STAYED_OPEN_S`. The refusals of the reopen after a break wait `backoff(2)`, `backoff(3)` ... as in
-any spell: counted on from k, a storm of five cuts each followed by two 503s waited 27 s after the last, where it
-waited 3.8 s before there was a throttle (4 s now)."""
+watch stays open `STAYED_OPEN_S`. The refusals of the reopen after a break wait `backoff(1)`, `backoff(2)` ... as the
+answered failures of any spell do: counted on from k, a storm of five cuts each followed by two 503s waited 27 s
+after the last, where it waited 3.8 s before there was a throttle."""
 
 
 VERY_SHORT: Final = ("streams end as soon as they open (a proxy or load balancer closing idle or new streams?): "
@@ -175,8 +178,8 @@ class ListWatch:
         self._name = name
         self._sleep = sleep
         self._health = health
-        self._failures = 0
-        """Failures in a row: `backoff`'s n."""
+        self._in_a_row = FailuresInARow()
+        """Failures in a row, and those the server answered: `backoff`'s n counts the answered ones alone."""
         self._short_lived = 0
         """Watches in a row that worked yet broke within `STAYED_OPEN_S` (`SHORT_LIVED_IN_A_ROW`)."""
         self._throttle = 0
@@ -229,8 +232,8 @@ class ListWatch:
                     await self._sleep(self._guard.wait(expiries - 1))
             except Exception as error:
                 self._failed(error)
-                self._failures += 1
-                failures = self._failures
+                n = self._in_a_row.failed(error)
+                failures = self._in_a_row.failures
                 if not isinstance(error, KubeApiError):
                     self._guard.unexpected(error, failures)
                 self._guard.tell_failure(error, failures)
@@ -239,7 +242,7 @@ class ListWatch:
                 guard = self._guard
                 if not throttle and self._unanswered is not None and unanswered(error):
                     guard = self._unanswered  # no answer: retried within seconds, so back soon after the server is
-                await self._sleep(guard.wait(max(failures, throttle), retry_after))
+                await self._sleep(guard.wait(max(n, throttle), retry_after))
 
     def _very_short(self) -> None:
         """A watch ended cleanly within `SHORT_WATCH_S` with nothing in it, the second or more in a row since one
@@ -252,13 +255,13 @@ class ListWatch:
         next failure in a row of `backoff`: a clean end counts for none of it."""
         error = KubeApiError(f"watch {self.resource} in {scope_name(self.scope)}: {VERY_SHORT}")
         self._failed(error)
-        self._guard.tell_failure(error, self._failures + 1)
+        self._guard.tell_failure(error, self._in_a_row.failures + 1)
 
     def _works(self) -> None:
         """The loop works: a list handed over, or a watch that worked (`_healthy`). Neither starts the count of
         failures in a row again here: a watch refused (a Role with list but not watch) right after its list is the
         next failure in a row, and a watch that worked does so as it ends (`_watch_ended`)."""
-        self._guard.works(self._failures)
+        self._guard.works(self._in_a_row.failures)
         self._on_works()
 
     def _watch_ended(self, worked: bool, open_s: float, *, broken: bool) -> None:
@@ -271,9 +274,10 @@ class ListWatch:
         if worked:
             self._very_short_ends = 0
         if open_s >= STAYED_OPEN_S:
-            self._failures = self._short_lived = 0
+            self._in_a_row.reset()
+            self._short_lived = 0
         elif worked:
-            self._failures = 0
+            self._in_a_row.reset()
             if broken:
                 self._short_lived += 1
                 if (churned := self._short_lived - SHORT_LIVED_IN_A_ROW) > 0:

@@ -35,7 +35,7 @@ from typing import Any
 
 from kubernetes.aio.client import ApiClient
 
-from autoscaler.kube.backoff import unanswered
+from autoscaler.kube.backoff import FailuresInARow, unanswered
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.paths import DEPLOYMENTS, collection_endpoint, deployment_endpoint
 from autoscaler.kube.raw import Scope, read_json, scope_name
@@ -85,12 +85,14 @@ class DeploymentResync:
 
         `static` runtimes are read by name; with `discover`, Deployments labelled `label_selector` are listed
         in `namespaces` (None: all namespaces). `request_timeout_s` bounds each read; after a failure the next
-        try comes after `backoff(n)` for the n-th failure in a row, never later than `resync_interval_s`.
+        try comes after `backoff(n)` for the n-th answered failure in a row (`backoff.FailuresInARow`: an outage's
+        refusals before it do not count), never later than `resync_interval_s`.
         `on_change()` is called whenever `runtimes` changed. `reread_interval_s` paces the reads by name that
         `reread` asks for. `sleep` waits between reads (tests record the waits instead). `health` counts each
         namespace's failed resync by its cause (the adapter's metrics; the reads by name are left to the resync).
         `unanswered_backoff(n)`, where given, replaces `backoff(n)` after a resync whose every failure the API
-        server never answered (`autoscaler.kube.backoff.UNANSWERED_MAX_S`): back within seconds of its return.
+        server never answered, n counting every failure in a row (`autoscaler.kube.backoff.UNANSWERED_MAX_S`): back
+        within seconds of its return.
         """
         self._client = client
         self._static = tuple(static)
@@ -258,7 +260,7 @@ class DeploymentResync:
         """Re-read Deployments every `resync_interval_s`; sooner, with backoff, after a failure.
 
         `first_attempt` is set once the first read has succeeded or failed."""
-        failures = 0
+        in_a_row = FailuresInARow()
         if self._health is not None:
             self._health.started(None)
         while True:
@@ -266,9 +268,8 @@ class DeploymentResync:
                 errors = await self._refresh()
             except Exception as error:  # no client: every namespace
                 errors = {None: error}
-            if errors:
-                failures += 1
-            self._note_failing(errors, failures)
+            n = in_a_row.failed(*errors.values()) if errors else 0
+            self._note_failing(errors, in_a_row.failures)
             if errors:
                 # Never sooner than the server's Retry-After (a 429 from API Priority and Fairness), never later
                 # than the resync.
@@ -277,9 +278,9 @@ class DeploymentResync:
                 guard = self._guard
                 if self._unanswered is not None and all(map(unanswered, errors.values())):
                     guard = self._unanswered  # the API server never answered: trying again costs it nothing
-                delay = min(guard.wait(failures, retry_after), self._resync_interval_s)
+                delay = min(guard.wait(n, retry_after), self._resync_interval_s)
             else:
-                failures = 0
+                in_a_row.reset()
                 delay = self._resync_interval_s
             first_attempt.set()
             await self._sleep(delay)
