@@ -269,16 +269,11 @@ def above_range(name: str, value: object) -> str | None:
     """Why a value the key takes is more than any runtime needs (`cache_pressure_cap 20: above the range any
     runtime needs, used as given: ...; at most 10 is meant`), for the log and /debug; None for one within it."""
     bound = _ABOVE_RANGE.get(name)
-    if bound is None or not isinstance(value, float) or value <= bound[0]:
+    if bound is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value <= bound[0]:
         return None
     _, shown, effect = bound
-    return (f"{name} {number_as_read(value)}: above the range any runtime needs, used as given: {effect(value)}; "
-            f"at most {shown} is meant")
-
-
-def policy_above_range(policy: RuntimePolicy) -> list[str]:
-    """`above_range` of each key of `policy` above it, in field order."""
-    return [said for name in _ABOVE_RANGE if (said := above_range(name, getattr(policy, name))) is not None]
+    return (f"{name} {number_as_read(float(value))}: above the range any runtime needs, used as given: "
+            f"{effect(float(value))}; at most {shown} is meant")
 
 
 def _ratio(x: float | None) -> bool:
