@@ -9,8 +9,10 @@ Ready or never loaded a model; `--slo-queue-ms 1e300` never delayed a request, `
 "0.00x oracle", `--cache-models` of 400 digits stopped with an OverflowError traceback; `demo --duration 1e300` ran
 for ever. Values at the bound still start. The policy
 file's durations too: `warmup_grace_s`, `target_lru_age_s` (1e300 stopped `simulate --config` with an OverflowError
-traceback), `queue_drain_s` and `target_queue_delay_s`, and two keys that are no durations, `target_rps_per_pod` and
-`cache_pressure_cap` (tests/policies/test_policy_upper_bounds.py: annotations).
+traceback), `queue_drain_s` and `target_queue_delay_s` (tests/policies/test_policy_upper_bounds.py: annotations).
+Two keys that are no durations, `target_rps_per_pod` and `cache_pressure_cap`, are used as given above the range
+any runtime needs, with a WARNING: the releases before took any, and refusing one stopped an upgrade's replicas
+(tests/test_upgrade_policy_above_range.py).
 """
 
 from __future__ import annotations
@@ -217,11 +219,6 @@ POLICY_REFUSED = [
     ("target_lru_age_s", "target_lru_age_s must be > 0 and at most 604800 seconds, got 1e+300"),
     ("queue_drain_s", "queue_drain_s must be > 0 and at most 3600 seconds, got 1e+300"),
     ("target_queue_delay_s", "target_queue_delay_s must be > 0 and at most 600 seconds, got 1e+300"),
-    # Taken: the request term asked for at most one pod whatever the load (6 pods at 500 req/s each: 1).
-    ("target_rps_per_pod", "target_rps_per_pod must be > 0 and at most 1,000,000 (no pod serves more), or null, "
-                           "got 1e+300"),
-    # Taken: the cache term's cap was gone (6 full pods, oldest copy used 1 s ago against 600 s: 3,600 pods).
-    ("cache_pressure_cap", "cache_pressure_cap must be > 0 and at most 10, got 1e+300"),
 ]
 
 
@@ -252,6 +249,17 @@ def test_simulate_runs_with_a_policy_file_at_every_bound(tmp_path: Path) -> None
                    cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "out" / "report.json").exists()
+
+
+def test_simulate_runs_with_a_policy_file_above_the_range_and_says_so(tmp_path: Path) -> None:
+    """The values an older release's file held (the reviewer's 12 and 2,000,000) run, said on stderr."""
+    (tmp_path / "policy.yaml").write_text("defaults: {target_rps_per_pod: 2000000, cache_pressure_cap: 12}\n")
+    done = command("simulate", *TINY, "--out", str(tmp_path / "out"), "--config", str(tmp_path / "policy.yaml"),
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    for said in ("cache_pressure_cap 12: above the range any runtime needs, used as given",
+                 "target_rps_per_pod 2000000: above the range any runtime needs, used as given"):
+        assert said in done.stderr, done.stderr
 
 
 def test_simulate_never_advises_a_target_lru_age_the_adapter_refuses() -> None:

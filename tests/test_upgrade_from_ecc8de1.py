@@ -248,6 +248,7 @@ def test_the_discovery_alert_moves_from_the_cluster_to_the_refused_namespace(tmp
 
 # ---- what Upgrading must say of the changes from yesterday ----
 
-@pytest.mark.parametrize("word", ["--exporter-scheme", "unknown_annotations", "pod-deletion cost"])
+@pytest.mark.parametrize("word", ["--exporter-scheme", "unknown_annotations", "pod-deletion cost", "cache_pressure_cap",
+                                  "need_weight_", "--scale-down-tau"])
 def test_upgrading_says_what_changed_since_yesterday(word: str) -> None:
     assert word in since_ecc8de1(), f"Upgrading's changes since ecc8de1 do not mention {word}"

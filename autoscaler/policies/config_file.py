@@ -13,7 +13,7 @@ import yaml
 from autoscaler.policies import strict_yaml
 from autoscaler.policies.config import ConfigError, PolicyBook, parse_policy_book
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.policy_values import parse_field, show_value
+from autoscaler.policies.policy_values import FIELDS, above_range, parse_field, show_value
 from autoscaler.policies.yaml_errors import yaml_error_text
 
 log = logging.getLogger("autoscaler.policies.config")
@@ -75,6 +75,7 @@ def _announce(document: object, source: str, base: RuntimePolicy | None, given_b
     if document is None:
         log.info("policy file %s is empty: every runtime scales on the built-in defaults and the flags", source)
         return
+    _warn_above_range(document, source)
     defaults = document.get("defaults") if isinstance(document, Mapping) else None
     if base is None or not isinstance(defaults, Mapping):
         return
@@ -85,6 +86,22 @@ def _announce(document: object, source: str, base: RuntimePolicy | None, given_b
                         "the flags and their variables, docs/configuration.md, Policy); remove the key from the "
                         "file for the %s to apply", where, name, show_value(getattr(base, name)), source, name, raw,
                         where.split()[0])
+
+
+def _warn_above_range(document: object, source: str) -> None:
+    """Each value of the file above the range any runtime needs (`above_range`), where it is written: used as
+    given, as the releases before the range took it (refused, it stopped every new replica of an upgrade)."""
+    if not isinstance(document, Mapping):
+        return
+    layers: list[tuple[str, object]] = [("defaults", document.get("defaults"))]
+    entries = document.get("runtimes")
+    for i, entry in enumerate(entries if isinstance(entries, list) else []):
+        if isinstance(entry, Mapping):
+            layers.append((f"runtimes[{i}] ({entry.get('namespace')}/{entry.get('deployment')})", entry))
+    for where, layer in layers:
+        for name, raw in layer.items() if isinstance(layer, Mapping) else ():
+            if name in FIELDS and (said := above_range(name, parse_field(name, raw))) is not None:
+                log.warning("policy file %s: %s: %s", source, where, said)
 
 
 @dataclass(slots=True)

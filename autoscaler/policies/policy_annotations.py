@@ -21,6 +21,7 @@ from autoscaler.policies.policy_values import (
     ECHO_LIMIT,
     FIELDS,
     RefusedValue,
+    above_range,
     closest_field,
     echoed,
     parse_field,
@@ -115,7 +116,9 @@ def apply_annotations(
     """`base` with the runtime's policy annotations applied together (a pair such as min and max replicas is
     checked as a pair, not in name order against the file's other bound); an annotation that cannot be used
     (a bad value, or a near-miss spelling: `near_miss`) is ignored, its key keeping its last good annotation's
-    value (`memory`), else `base`'s (from `origin_below`)."""
+    value (`memory`), else `base`'s (from `origin_below`). One above the range any runtime needs is applied as
+    written, warned about once per value (`above_range`): an older release applied it, and ignoring it after an
+    upgrade lowered a runtime's value (`cache-pressure-cap=20`: 40 pods served, then 6, every cache full)."""
     fresh: dict[str, Written] = {}
     ignored: Ignored = {}
     warnings: dict[tuple[str, str], str] = {}
@@ -134,6 +137,11 @@ def apply_annotations(
         for written, why in entries:
             warnings[(written.annotation, written.raw)] = _ignored_text(
                 key, name, written, why, chosen.get(name), fresh.get(name), getattr(policy, name), below)
+    for name, written in chosen.items():
+        if (said := above_range(name, getattr(policy, name))) is not None:
+            line = f"runtime {key}: annotation {written.annotation}={echoed(written.raw)}: {said}"
+            found = (written.annotation, written.raw)
+            warnings[found] = f"{warnings[found]}; {line}" if found in warnings else line
     _warn_new(memory, warnings, unsuggested)
     memory.last_good = dict(chosen)  # a valid whole: what `_settle` kept
     return Annotated(

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.policy_values import FIELDS
+from autoscaler.policies.policy_values import FIELDS, above_range
 
 PolicyEntry = tuple[str, float | int | None, str, str | None]
 PolicyExplained = tuple[tuple[PolicyEntry, ...], tuple[str, ...]]
@@ -25,7 +25,8 @@ BUILT_IN_ORIGIN: Final = "built-in"
 
 def policy_document(explained: PolicyExplained | None) -> dict[str, Any] | None:
     """Every policy key of a runtime: {key: {"value": ..., "from": ...}}, in field order (None: not known), with
-    `ignored` where an annotation written for the key is not used (`annotation='text': why`). Only keys: a client
+    `ignored` where an annotation written for the key is not used (`annotation='text': why`), and `warning` where
+    the value is above the range any runtime needs and used as given (`above_range`). Only keys: a client
     walks its entries as `{value, from}` objects (the annotations that name no key are `unknown_annotations`)."""
     if explained is None:
         return None
@@ -36,6 +37,8 @@ def policy_document(explained: PolicyExplained | None) -> dict[str, Any] | None:
         document[name] = {"value": value, "from": origin}
         if ignored is not None:
             document[name]["ignored"] = ignored
+        if (said := above_range(name, value)) is not None:  # used as given: what it does, as the log says
+            document[name]["warning"] = said
     return document
 
 

@@ -226,20 +226,54 @@ pod's need read 0 and every deletion cost 0, so the ReplicaSet removed any pod, 
 
 
 TARGET_RPS_PER_POD_RANGE: Final = (0.0, CEILINGS["requests_per_second"].limit)
-"""The `target_rps_per_pod` taken (over 0, or null). Up to a million requests a second, the most a pod's reading
-can be (`exporter.signal_ceilings`: a higher one is refused as garbage): the request term asks for the counted
-pods' load over this target in pods, so past it no load the adapter takes for real can ask for more than the pods
-it counts. 1e300 was taken and the term asked for one pod whatever the load (six pods serving 500 req/s each: 1),
-so a runtime without a GPU signal fell to its floor with nothing said; null is the way to leave requests out."""
+"""The `target_rps_per_pod` any runtime needs (over 0, or null). Up to a million requests a second, the most a
+pod's reading can be (`exporter.signal_ceilings`: a higher one is refused as garbage): the request term asks for
+the counted pods' load over this target in pods, so past it no load the adapter takes for real asks for as many
+pods as it counts (1e300: one pod whatever the load, six pods serving 500 req/s each). A larger value is used as
+given, with a WARNING saying so (`above_range`): releases up to a3a0b238 took any, and refusing it stopped every
+new replica of an upgrade (a policy file) or served the file's value instead (an annotation); null is the way to
+leave requests out."""
 
 CACHE_PRESSURE_CAP_RANGE: Final = (0.0, 10.0)
-"""The `cache_pressure_cap` taken (over 0; the default is 1.2). The cache-pressure term asks for the Ready pods
-times the pressure (`target_lru_age_s` over the oldest copy's age), at most this cap, and where pods report
-per-model use at most this cap times the pods the copies in use fill: the cap is what keeps the term from running
-away. Up to ten: one refresh may ask for ten times the pods (the HPA's own default adds at most twice as many a
-period), pods whose caches would then hold nine tenths copies nobody used within `target_lru_age_s`. 1e300 was
-taken and removed the cap: six full pods whose oldest copy was used a second ago (against 600 s) asked for 3,600
-pods, with nothing said."""
+"""The `cache_pressure_cap` any runtime needs (over 0; the default is 1.2). The cache-pressure term asks for the
+Ready pods times the pressure (`target_lru_age_s` over the oldest copy's age), at most this cap, and where pods
+report per-model use at most this cap times the pods the copies in use fill: the cap is what keeps the term from
+running away. Up to ten: one refresh may ask for ten times the pods (the HPA's own default adds at most twice as
+many a period), pods whose caches would then hold nine tenths copies nobody used within `target_lru_age_s`. A
+larger value is used as given, with a WARNING (`above_range`): releases up to a3a0b238 took any (a runtime
+annotated 20 served 40 pods; ignoring it served 6 while every cache was full), and 1e300, which removes the cap
+(six full pods whose oldest copy was used a second ago ask for 3,600), is said, not done without a word."""
+
+
+def _rps_effect(value: float) -> str:
+    return (f"the request term asks for at most {TARGET_RPS_PER_POD_RANGE[1] / value:.3g} x the pods it counts "
+            f"whatever the load (no pod reads more than {TARGET_RPS_PER_POD_RANGE[1]:,.0f} requests/s)")
+
+
+def _cap_effect(value: float) -> str:
+    shown = number_as_read(value)
+    return (f"the cache term may ask for up to {shown} x the Ready pods in one refresh, and {shown} x the pods "
+            f"the copies in use fill")
+
+
+_ABOVE_RANGE: Final[dict[str, tuple[float, str, Callable[[float], str]]]] = {
+    "target_rps_per_pod": (TARGET_RPS_PER_POD_RANGE[1], f"{TARGET_RPS_PER_POD_RANGE[1]:,.0f}", _rps_effect),
+    "cache_pressure_cap": (CACHE_PRESSURE_CAP_RANGE[1], f"{CACHE_PRESSURE_CAP_RANGE[1]:g}", _cap_effect),
+}
+"""The keys whose values above the range any runtime needs are used as given, with a warning: per key, the
+range's top, as said, and what such a value does. Older releases took them, and an upgrade must not stop on a
+file they started with, nor lower a runtime's value by ignoring its annotation."""
+
+
+def above_range(name: str, value: object) -> str | None:
+    """Why a value the key takes is more than any runtime needs (`cache_pressure_cap 20: above the range any
+    runtime needs, used as given: ...; at most 10 is meant`), for the log and /debug; None for one within it."""
+    bound = _ABOVE_RANGE.get(name)
+    if bound is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value <= bound[0]:
+        return None
+    _, shown, effect = bound
+    return (f"{name} {number_as_read(float(value))}: above the range any runtime needs, used as given: "
+            f"{effect(float(value))}; at most {shown} is meant")
 
 
 def _ratio(x: float | None) -> bool:
@@ -272,20 +306,12 @@ def _need_weight(name: str) -> _Check:
 _CHECKS: Final[tuple[_Check, ...]] = (
     ("skew_order", lambda p: 1.0 <= p.skew_order < math.inf, "must be >= 1"),
     ("target_gpu_busy", lambda p: _ratio(p.target_gpu_busy), "must be in (0, 1]"),
-    (
-        "target_rps_per_pod",
-        lambda p: p.target_rps_per_pod is None or 0.0 < p.target_rps_per_pod <= TARGET_RPS_PER_POD_RANGE[1],
-        f"must be > 0 and at most {TARGET_RPS_PER_POD_RANGE[1]:,.0f} (no pod serves more), or null",
-    ),
+    ("target_rps_per_pod", lambda p: p.target_rps_per_pod is None or p.target_rps_per_pod > 0.0, "must be > 0 or null"),
     _over_zero_seconds("target_queue_delay_s", TARGET_QUEUE_DELAY_RANGE_S[1]),
     _over_zero_seconds("queue_drain_s", QUEUE_DRAIN_RANGE_S[1]),
     _over_zero_seconds("target_lru_age_s", TARGET_LRU_AGE_RANGE_S[1]),
     ("cache_full_ratio", lambda p: _ratio(p.cache_full_ratio), "must be in (0, 1]"),
-    (
-        "cache_pressure_cap",
-        lambda p: 0.0 < p.cache_pressure_cap <= CACHE_PRESSURE_CAP_RANGE[1],
-        f"must be > 0 and at most {CACHE_PRESSURE_CAP_RANGE[1]:g}",
-    ),
+    ("cache_pressure_cap", lambda p: p.cache_pressure_cap > 0.0, "must be > 0"),
     (
         "scale_down_tau_s",
         lambda p: SCALE_DOWN_TAU_RANGE_S[0] <= p.scale_down_tau_s <= SCALE_DOWN_TAU_RANGE_S[1],
