@@ -27,7 +27,7 @@ from autoscaler.log_lists import say_each_or_counted
 from autoscaler.model import RuntimeKey, RuntimeSnapshot, RuntimeView
 from autoscaler.names import ServedMetric
 from autoscaler.policies.config import PolicyBook
-from autoscaler.policies.decision import RuntimeMemory
+from autoscaler.policies.runtime_memory import RuntimeMemory
 from autoscaler.policies.slow_fall import slow_fall
 from autoscaler.policies.warmup import WarmUp, decide_remembering
 from autoscaler.ranking_hold import RankingHold, RankingWrites

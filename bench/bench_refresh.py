@@ -39,8 +39,9 @@ import tracemalloc
 from dataclasses import replace
 
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot, RuntimeView
-from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.runtime_memory import RuntimeMemory
 
 REFRESH_S = 15.0
 

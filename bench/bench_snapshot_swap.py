@@ -58,8 +58,8 @@ from autoscaler.api.packed import pack, unpack  # noqa: E402
 from autoscaler.api.render import render_snapshot  # noqa: E402
 from autoscaler.api.snapshot import RenderedRuntimes, RuntimeAnswers, ServingSnapshot, SnapshotHolder  # noqa: E402
 from autoscaler.model import RuntimeKey  # noqa: E402
-from autoscaler.policies.decision import RuntimeMemory  # noqa: E402
 from autoscaler.policies.policy import RuntimePolicy  # noqa: E402
+from autoscaler.policies.runtime_memory import RuntimeMemory  # noqa: E402
 from bench import stop_on_term  # noqa: E402
 from bench.bench_refresh import build_snapshots, refresh  # noqa: E402
 from bench.tail_latency import p99  # noqa: E402

@@ -15,15 +15,9 @@ the owner of a ServingRuntime set behind the bridge's back (`ServingRuntimeWatch
 once, not at the next full pass (the Deployment ran at 2 until then). Every
 `resync_interval_s` (Deployment replicas change without touching the RuntimeScale), after a relist and when a retry
 falls due (looked at after every wake-up: a wait for the watch that never times out, HPAs writing during every pass,
-held them back for good), a full pass reconciles them all from three lists a namespace (RuntimeScales,
-ServingRuntimes, ModelMesh Deployments): reading two objects per RuntimeScale instead was 10,000 sequential requests
-a pass at 5,000 runtimes, longer than the resync interval. It runs on its own task, so a slow API server never
-delays a refresh or an HPA request. A RuntimeScale handed over while a full pass runs is reconciled between two of
-the pass's RuntimeScales, not after the last (a new leader's first pass writes every status, one round trip each: an
-HPA's scale-up waited tens of seconds for it), one at the pass's start and after each RuntimeScale it wrote, so
-the pass takes about two round trips a RuntimeScale it writes however many HPAs write, and none for one it
-leaves; the pass then skips it unless it listed a newer spec, so an older listed `spec.replicas` never overwrites
-the HPA's.
+held them back for good), a full pass reconciles them all from three lists a namespace (`bridge_pass`: how, and
+the turns the hand-overs take between its RuntimeScales). It runs on its own task, so a slow API server never
+delays a refresh or an HPA request.
 Failures are per RuntimeScale: 409/429/5xx and no answer are retried with exponential backoff and jitter, others
 (403: RBAC) wait for the next resync, and the retries due go out together in one pass (`bridge_retries` has the
 schedule and why). A hand-over of a RuntimeScale whose retry is scheduled waits for that retry's pass, which reads
@@ -42,33 +36,21 @@ import logging
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
 
 from autoscaler.actuation.bridge_memory import FIGHT_WINDOW_S, ScaleMemory, generation, older_generation
 from autoscaler.actuation.bridge_news import Fight
 from autoscaler.actuation.bridge_owners import RuntimeOwners, ScaleId
-from autoscaler.actuation.bridge_reconcile import Listed, NotLeading, Objects, ReconcileClient, RuntimeScaleReconciler
+from autoscaler.actuation.bridge_pass import BridgeClient, FullPass, keyed
+from autoscaler.actuation.bridge_reconcile import Listed, NotLeading, RuntimeScaleReconciler
 from autoscaler.actuation.bridge_retries import RetrySchedule
-from autoscaler.actuation.bridge_status import RUNTIME_SCALES, SERVING_RUNTIMES, autoscaler_class, replicas_of
-from autoscaler.actuation.bridge_watch import crd_missing
+from autoscaler.actuation.bridge_status import RUNTIME_SCALES, autoscaler_class, replicas_of
 from autoscaler.kube.backoff import ServerThrottle
-from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.raw import JSON, object_key
-from autoscaler.names import MODELMESH_SERVICE_LABEL
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
-
-
-class BridgeClient(ReconcileClient, Protocol):
-    """What the bridge needs from Kubernetes (`autoscaler.kube.client.KubeClient` has it): the lists of a full
-    pass, and what one RuntimeScale's reconcile reads and writes (`ReconcileClient`)."""
-
-    async def list_custom(self, resource: CustomResource, namespace: str | None) -> JSON: ...
-
-    async def list_deployments(self, namespace: str | None, label_selector: str) -> JSON: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,27 +63,6 @@ class BridgeSettings:
     backoff_cap_s: float = 60.0
     """Longest retry delay."""
 
-
-
-@dataclass(slots=True)
-class _Pass:
-    """What one full pass has done so far, scope after scope (`_sync_scope`)."""
-
-    writes: int = 0
-    seen: set[ScaleId] = field(default_factory=set)
-    """The RuntimeScales listed: one remembered but not among them, in a scope that was listed, is gone."""
-    handed: dict[ScaleId, JSON] = field(default_factory=dict)
-    """Reconciled from a hand-over during this pass (`_between`): their listed spec is skipped unless newer."""
-    unlisted: set[str | None] = field(default_factory=set)
-    """Scopes whose list failed: what they hold is unknown, not gone."""
-    failed: bool = False
-    """Whether anything failed in it (`_warn_and_fail_pass`, a list refused): only a pass that failed nowhere
-    makes the causes warned about news again."""
-    turn_due: bool = True
-    """Whether a waiting hand-over takes its turn before the pass's next RuntimeScale: at its start and after each
-    one it wrote. A turn before every RuntimeScale made a settled fleet's pass, which writes nothing and takes no
-    round trip of its own, one round trip a RuntimeScale while HPAs wrote (1,000 RuntimeScales, 20 HPAs: 67 s a
-    pass against 0.15 s)."""
 
 
 class ReplicaBridge:
@@ -136,11 +97,6 @@ class ReplicaBridge:
         # a scope, kept current by the watch's hand-overs; deletions come with a full pass (the watch wakes one).
         self._owners = RuntimeOwners()
         self._covered: set[str | None] = set()  # namespaces (None: all) whose RuntimeScales `_owners` holds
-        # The causes warned about (a status, or a list's message) since the last pass that failed nowhere: one
-        # WARNING each. Remembering only the last one warned again at every resync when two causes alternate (a
-        # ClusterRole without get/list on ServingRuntimes fails the list, then each RuntimeScale's read).
-        self._warned: set[str] = set()
-        self._pass = _Pass()  # the full pass running, or the last one
         self._throttle = ServerThrottle(self.settings.backoff_cap_s, clock)  # no call before it has passed
         self._retries = RetrySchedule(self._throttle, backoff_base_s=self.settings.backoff_base_s,
                                       backoff_cap_s=self.settings.backoff_cap_s,
@@ -149,6 +105,9 @@ class ReplicaBridge:
         self._reconciler = RuntimeScaleReconciler(
             client, memory=self._memory, owners=self._owners, retries=self._retries, throttle=self._throttle,
             resync_interval_s=self.settings.resync_interval_s, metrics=metrics, may_write=may_write, clock=clock)
+        self._full_pass = FullPass(client, self, scopes=self.scopes, memory=self._memory, owners=self._owners,
+                                   covered=self._covered, retries=self._retries, throttle=self._throttle,
+                                   metrics=metrics, may_write=may_write)
 
     def wake(self, scale: JSON | None = None) -> None:
         """Reconcile now: `scale` alone (a RuntimeScale the watch saw added or changed), or every one (None: a
@@ -328,7 +287,7 @@ class ReplicaBridge:
                 if (self._throttled() or (budget is not None and tried >= budget)
                         or self._retries.holds(key, scale)):
                     # Held for its retry: that retry's pass reads the newest ask, and one now would fail and climb
-                    # the backoff. Kept, not dropped: a full pass under way may reach it first (`_sync_scope`).
+                    # the backoff. Kept, not dropped: a full pass under way may reach it first (`bridge_pass`).
                     waiting[key] = scale
                     continue
                 tried += 1
@@ -346,7 +305,7 @@ class ReplicaBridge:
                     except KubeApiError as error:
                         self._failed(key, scale, error)  # its owner is not known: nothing written until it is
                         continue
-                writes += await self._reconcile_guarded(key, scale, None)
+                writes += await self.reconcile_guarded(key, scale, None)
             return writes
         finally:
             self._changed = {**waiting, **self._changed}
@@ -366,21 +325,21 @@ class ReplicaBridge:
             # Its watch hands the deletion (a full pass) or the new object over; nothing to set back meanwhile.
             log.debug("replica bridge: RuntimeScale %s/%s is gone (or another object): its runtime is not set back",
                       *key)
-            self._forget(key)
+            self.forget(key)
             return None
         if _runtime_named(fresh) != _runtime_named(scale):
             return None  # pointed at another runtime: its own hand-over (the watch's) moves the owner first
         return scale if older_generation(generation(fresh), generation(scale)) else fresh
 
-    async def _between(self, listed: dict[ScaleId, JSON], done: dict[ScaleId, JSON]) -> int | None:
+    async def between(self, listed: dict[ScaleId, JSON], done: dict[ScaleId, JSON]) -> int | None:
         """The hand-overs waiting while a full pass runs, reconciled between two of its RuntimeScales: waiting
         for the pass to end held an HPA's scale-up back by the whole pass (a new leader's first pass writes the
         status of every RuntimeScale, a round trip each: tens of seconds with a slow API server).
 
         At most one at a time, and a turn only at the pass's start and after each RuntimeScale it wrote
-        (`_Pass.turn_due`), so a pass writing W RuntimeScales takes about 2 x W round trips however many HPAs
-        write (a settled fleet's pass: its lists alone), and a hand-over waits for at most as many turns as there
-        are other RuntimeScales waiting.
+        (`bridge_pass._Pass.turn_due`), so a pass writing W RuntimeScales takes about 2 x W round trips however
+        many HPAs write (a settled fleet's pass: its lists alone), and a hand-over waits for at most as many turns
+        as there are other RuntimeScales waiting.
 
         `listed`: the pass's RuntimeScales of the scope it is in; `done` collects the ones reconciled here, which
         the pass then leaves alone unless it lists a newer spec (its older `spec.replicas` would undo the
@@ -421,7 +380,7 @@ class ReplicaBridge:
         """List the RuntimeScales of `namespace` into `_owners` (a hand-over before the first full pass of this
         leader): who owns a runtime is only known from all the RuntimeScales that name it."""
         listed = await self._client.list_custom(RUNTIME_SCALES, namespace)
-        self._owners.replace(namespace, _keyed(listed, namespace))
+        self._owners.replace(namespace, keyed(listed, namespace))
         self._covered.add(namespace)
 
     async def sync(self) -> int:
@@ -441,85 +400,21 @@ class ReplicaBridge:
         if not self._may_write():
             self._retries.clear()
             for key in list(self._memory):
-                self._forget(key)
+                self.forget(key)
             # Not kept current while not leading: all forgotten, in place (the reconciler holds this object).
             self._owners.replace(None, ())
-            self._covered = set()
+            self._covered.clear()
             return 0
         if self._throttled():
             self._full = True  # due once the server's wait has passed
             return 0
-        self._retries.pass_started(full=True)
-        this_pass = self._pass = _Pass()
-        for scope in self.scopes:
-            if not await self._sync_scope(scope, this_pass):
-                return this_pass.writes
-        if None in this_pass.unlisted:
-            return this_pass.writes
-        for key in {*self._memory, *self._retries.keys()} - this_pass.seen:
-            if key[0] not in this_pass.unlisted:
-                self._forget(key)
-                self._retries.forget(key)
-        if not this_pass.failed and not self._retries.keys():  # a whole pass without a failure: causes are news again
-            self._warned.clear()
-        return this_pass.writes
+        return await self._full_pass.run()
 
-    async def _sync_scope(self, scope: str | None, this_pass: _Pass) -> bool:
-        """The full pass over one scope: its RuntimeScales listed (each noted in `this_pass`, or the scope as
-        unlisted where the list fails) and reconciled from the scope's lists, with the hand-overs waiting
-        reconciled in between. Returns whether the pass goes on: not once this replica stopped leading, the
-        server's `Retry-After` holds the bridge, or a hand-over moved a runtime's owner."""
-        try:
-            listed = await self._client.list_custom(RUNTIME_SCALES, scope)
-        except KubeApiError as error:
-            if crd_missing(error):  # said at WARNING by the scope's watch, on every replica
-                this_pass.failed = True
-                log.debug("replica bridge: cannot list RuntimeScales in %s: %s", scope or "all namespaces", error)
-            else:
-                self._warn_and_fail_pass(f"cannot list RuntimeScales in {scope or 'all namespaces'}: {error}")
-                if self._metrics is not None:  # no status can say it: the bridge sees no RuntimeScale there
-                    self._metrics.bridge_runtime_scale_list_failures.inc()
-            self._throttle.note(error)
-            this_pass.unlisted.add(scope)
-            return True
-        items = _keyed(listed, scope)
-        self._owners.replace(scope, items)
-        self._covered.add(scope)
-        known = await self._list_targets(scope) if items else Listed({}, {})
-        this_scope = dict(items)
-        handed = this_pass.handed
-        # Those with a retry first (in list order otherwise): the pass a retry falls due for is a full one, and an
-        # ask held for that retry waited for the pass to reach it (seconds at 300 RuntimeScales under load).
-        retried = self._retries.keys()
-        for key, scale in sorted(items, key=lambda item: item[0] not in retried):
-            this_pass.seen.add(key)
-            if this_pass.turn_due and self._changed and self._may_write() and not self._throttled():
-                between = await self._between(this_scope, handed)
-                if between is None:
-                    return False
-                this_pass.writes += between
-                this_pass.turn_due = False
-            memory = self._memory.get(key)
-            if ((key in handed and not older_generation(generation(handed[key]), generation(scale)))
-                    or (memory is not None and memory.reconciled_newer_than(scale))):
-                continue  # reconciled from its hand-over during this pass: the listed spec is no newer
-            if self._retries.waits(key, scale):
-                continue
-            if not self._may_write():
-                return False
-            if self._throttled():  # the rest waits with it; nothing it held is forgotten
-                self._full = True
-                return False
-            wrote = await self._reconcile_guarded(key, self._newest_ask(key, scale), known)
-            this_pass.writes += wrote
-            this_pass.turn_due = this_pass.turn_due or wrote > 0
-        return True
-
-    def _newest_ask(self, key: ScaleId, listed: JSON) -> JSON:
+    def newest_ask(self, key: ScaleId, listed: JSON) -> JSON:
         """The RuntimeScale as the pass reconciles it: a newer spec of it handed over during the pass (one held
         for its retry, or not yet had its turn) rather than the listed one, which the pass would write first
         (the retry then ended, and the held ask was dropped: the HPA's newest ask never went out). Not where the
-        hand-over names another runtime: that moves an owner, which `_between` handles."""
+        hand-over names another runtime: that moves an owner, which `between` handles."""
         waiting = self._changed.get(key)
         if (waiting is None or not older_generation(generation(listed), generation(waiting))
                 or _runtime_named(waiting) != _runtime_named(listed)):
@@ -528,35 +423,24 @@ class ReplicaBridge:
             del self._changed[key]  # hand-over reads it anew
         return waiting
 
-    async def _list_targets(self, scope: str | None) -> Listed:
-        """The ServingRuntimes and ModelMesh Deployments of `scope`, each by (namespace, name); a list that fails
-        (say, a ClusterRole from before `list` on ServingRuntimes) leaves its objects to be read one by one."""
-        try:
-            runtimes: Objects | None = dict(_keyed(await self._client.list_custom(SERVING_RUNTIMES, scope), scope))
-        except KubeApiError as error:
-            self._warn_and_fail_pass(f"cannot list ServingRuntimes in {scope or 'all namespaces'}, reading them one "
-                                     f"by one: {error}")
-            self._throttle.note(error)
-            runtimes = None
-        try:
-            # A full pass lists the runtime Deployments (a RuntimeScale whose `spec.deployment` names another
-            # is read on its own).
-            deployments: Objects | None = dict(
-                _keyed(await self._client.list_deployments(scope, MODELMESH_SERVICE_LABEL), scope))
-        except KubeApiError as error:
-            self._warn_and_fail_pass(f"cannot list Deployments in {scope or 'all namespaces'}, reading them one by "
-                                     f"one: {error}")
-            self._throttle.note(error)
-            deployments = None
-        return Listed(runtimes, deployments)
+    def handed_over(self) -> bool:
+        """Whether a hand-over waits (for the full pass's turns, `bridge_pass`)."""
+        return bool(self._changed)
 
-    def _forget(self, key: ScaleId) -> None:
+    def full_due(self) -> None:
+        """Another full pass at the next wake-up: the running one stopped for the server's `Retry-After`."""
+        self._full = True
+
+    def forget(self, key: ScaleId) -> None:
+        """RuntimeScale `key` is gone: what the bridge remembers of it, and its series, go too."""
         self._memory.pop(key, None)
         self._drifted.pop(key, None)
         if self._metrics is not None:
             self._metrics.forget_runtime_scale(*key)
 
-    async def _reconcile_guarded(self, key: ScaleId, scale: JSON, known: Listed | None) -> int:
+    async def reconcile_guarded(self, key: ScaleId, scale: JSON, known: Listed | None) -> int:
+        """RuntimeScale `key` reconciled (from a full pass's lists `known`, or read); the writes made, none
+        where it failed: its retry is scheduled and the failure said."""
         try:
             writes = await self._reconciler.reconcile(key, scale, known)
         except NotLeading:
@@ -571,31 +455,16 @@ class ReplicaBridge:
     def _failed(self, key: ScaleId, scale: JSON, error: KubeApiError) -> None:
         """Schedule the RuntimeScale's retry (`bridge_retries`) and say why it failed."""
         wait = self._retries.failed(key, scale, error)
-        self._warn_and_fail_pass(f"RuntimeScale {key[0]}/{key[1]} not reconciled (next try in {wait:.0f} s): "
-                                 f"{error}", kind=str(error.status))
+        self._full_pass.warn_and_fail_pass(f"RuntimeScale {key[0]}/{key[1]} not reconciled (next try in "
+                                           f"{wait:.0f} s): {error}", kind=str(error.status))
 
     def _throttled(self) -> bool:
         return self._throttle.remaining() > 0
-
-    def _warn_and_fail_pass(self, message: str, kind: str | None = None) -> None:
-        """Say a failure, at WARNING the first time its cause (`kind`, else the message) is met since the last
-        pass that failed nowhere, and mark the pass failed, which keeps the causes warned about until then."""
-        cause = kind or message
-        level = logging.WARNING if cause not in self._warned else logging.DEBUG
-        self._warned.add(cause)
-        self._pass.failed = True
-        log.log(level, "replica bridge: %s", message)
 
     def next_pass_in_s(self) -> float:
         """Seconds until the next full pass (`run` waits that long for a watch event): the server's `Retry-After`,
         the resync or the next retry due (`RetrySchedule.next_pass_in_s`)."""
         return self._retries.next_pass_in_s()
-
-
-def _keyed(listed: JSON, scope: str | None) -> list[tuple[ScaleId, JSON]]:
-    """A list's items (RuntimeScales, ServingRuntimes, Deployments) with their (namespace, name), the namespace
-    listed in where an item leaves it out; `dict(...)` of it holds them by that key."""
-    return [(object_key(item, scope), item) for item in listed.get("items") or [] if isinstance(item, dict)]
 
 
 def _uid(obj: JSON) -> object:

@@ -5,7 +5,9 @@
 - `recommendation`: desired replicas from the aggregates (capacity, queue and cache terms, bounds).
 - `smoothing`: up at once, down exponentially, held while data is missing.
 - `ranking`: each pod's need and its deletion-cost bucket.
-- `decision`: composes the above into the `RuntimeView` the API serves.
+- `decision`: composes the above into the `RuntimeView` the API serves; `signal_profile`: what it reads off a
+  runtime's signal stats (coverage, the signals present), worked out once per stats mapping; `runtime_memory`:
+  what it carries to the next refresh, and how that forgets a signal the pods stopped having.
 - `warmup`: a runtime with no memory (the adapter just started) is served only once seen whole, or after a
   grace period never below what runs.
 - `policy`, `config`: the per-runtime settings, from the config file and Deployment annotations.

@@ -2,7 +2,7 @@
 
 This is the composition the refresh loop calls per runtime: aggregate, recommend, smooth with the hold
 rules, rank (docs/design.md). It is pure: `now` comes from the caller, and the smoothing memory is passed in
-and handed back, never kept here.
+and handed back, never kept here (`runtime_memory`).
 
 Rules, in order (freshness is per pod and per signal, see `aggregation`):
 - **unknown** (`known=False`, every value None, the API answers 503 and the HPA holds): the source is down,
@@ -43,25 +43,25 @@ always show them; whoever writes deletion costs should act only on known views.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import Final, NamedTuple
+from typing import Final
 
 from autoscaler.model import PodSample, PodViews, RuntimeKey, RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
 from autoscaler.policies.aggregation import Aggregate
 from autoscaler.policies.bounded_cache import stored
-from autoscaler.policies.gpu_forgetting import NO_GPU_COLLECTOR, forget_gpu, has_no_gpu, remembers_gpu
-from autoscaler.policies.models_forgetting import forget_models, forgets_models
+from autoscaler.policies.gpu_forgetting import NO_GPU_COLLECTOR, has_no_gpu, remembers_gpu
+from autoscaler.policies.models_forgetting import forgets_models
 from autoscaler.policies.podviews import examine_pods
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.ranking import WeightedTerm, default_terms
 from autoscaler.policies.recency_horizon import short_horizon_warning
 from autoscaler.policies.recommendation import CACHE, GPU, NO_CAPACITY_SETTING, QUEUE, REQUESTS, ceil_pods, recommend
+from autoscaler.policies.runtime_memory import NO_MEMORY, RuntimeMemory, without_gpu, without_models
+from autoscaler.policies.signal_profile import DESCRIBED, PROFILES, work_out_profile
 from autoscaler.policies.signals import (
     SIGNAL_CACHE,
     SIGNAL_GPU,
     SIGNAL_MODELS,
-    SIGNAL_QUEUE,
     SIGNAL_REQUESTS,
     SIGNALS,
     SignalStats,
@@ -86,29 +86,6 @@ VALUE_SIGNAL: Final = {
 """The one signal each served value other than the replica count uses."""
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimeMemory:
-    """What one runtime's decision carries to the next refresh; `decide` returns a new one."""
-
-    smoothed: Mapping[ServedMetric, SmoothState] = field(default_factory=dict)
-    consecutive_misses: int = 0  # refreshes in a row that were not complete
-    known: bool = False  # whether the last view was served at all
-    proposals: Mapping[str, int] = field(default_factory=dict)  # each term's last proposal, for holds
-    # Signals the runtime has reported: not reported now means missing. But the GPU once every Ready pod says it
-    # has no GPU collector: then it is forgotten (`gpu_forgetting`); and per-model use once no Ready pod has
-    # reported it for `target_lru_age_s` (`models_forgetting`).
-    seen: frozenset[str] = frozenset()
-    warned_no_capacity: bool = False  # the no-capacity warning was logged for this runtime
-    models_reported_at: float | None = None  # the running clock's time a fresh Ready pod last reported per-model use
-    # The pods not Ready held as missing data at this refresh (`unready_pods`), so that the one left out once it
-    # stayed not Ready too long is said once.
-    unready: frozenset[str] = frozenset()
-    # Each pod not Ready with an `unready_since`: its hold's start on the running clock (`unready_pods`).
-    unready_clocks: UnreadyClocks = field(default_factory=dict)
-
-
-_NO_MEMORY: Final = RuntimeMemory()
-"""A runtime's memory before its first refresh (immutable, so one object serves every runtime)."""
 _NOT_FALLING: Final[dict[str, dict[str, float | str]]] = {}
 """No value falling slowly (`RuntimeView.falling`): one shared empty mapping, never written to."""
 _NO_NAMES: Final[frozenset[str]] = frozenset()
@@ -153,10 +130,6 @@ _ValueTwin: Final = slot_twin(ServedValue, ("value", "raw", "timestamp"))
 _memory: Final = slot_builder(RuntimeMemory, (
     "smoothed", "consecutive_misses", "known", "proposals", "seen", "warned_no_capacity", "models_reported_at",
     "unready", "unready_clocks"))
-
-
-_DESCRIBED: Final = (("GPU busy", SIGNAL_GPU), ("request rate", SIGNAL_REQUESTS), ("cache state", SIGNAL_CACHE))
-"""The signals `_reason` names when no fresh pod reports them, in words."""
 
 
 def no_capacity_signal(agg: Aggregate, policy: RuntimePolicy) -> bool:
@@ -204,7 +177,7 @@ def _reason(
             parts.append(f"{signal} missing on {stats.missing} of {agg.ready} ready pods; holding what uses it")
     parts.extend(f"{what} held: {why}" for what, why in held.items())
     absent = ""
-    for what, signal in _DESCRIBED:  # a loop, not a comprehension: this runs for every runtime, known ones too
+    for what, signal in DESCRIBED:  # a loop, not a comprehension: this runs for every runtime, known ones too
         stats = by_signal[signal]
         if stats.fresh + stats.missing <= 0:  # not present
             if signal == SIGNAL_GPU and has_no_gpu(stats, agg.ready):
@@ -233,13 +206,13 @@ def decide(
 
     Written for its fixed cost per runtime (at 5,000 runtimes of 2 pods that is nearly all of a refresh):
     frozen results built through their slots (`slots`), the per-signal stats read once and what follows
-    from them worked out once per shared stats mapping (`_profile`), the policy's ranking terms and bounds
+    from them worked out once per shared stats mapping (`signal_profile`), the policy's ranking terms and bounds
     found by identity, the pods aggregated, ranked and viewed in two passes (`podviews.examine_pods`), and
     the usual complete runtime decided without the calls that only say "nothing is wrong" (`_reason`).
     `tests/policies/plain_decision.py` keeps the plain version it replaced, and `test_fast_path` checks on
     random runtimes that both decide the same, refresh after refresh.
     """
-    memory = memory or _NO_MEMORY
+    memory = memory or NO_MEMORY
     policy_terms, bounds = _policy_terms(policy)
     agg, pods = examine_pods(snapshot.pods, policy, now, memory.seen, policy_terms)
     unready: tuple[PodSample, ...] = ()
@@ -251,7 +224,7 @@ def decide(
             snapshot, policy, memory, now, at, policy_terms, agg, pods)
     if (agg.signals[SIGNAL_GPU].absent and snapshot.source_ok and has_no_gpu(agg.signals[SIGNAL_GPU], agg.ready)
             and remembers_gpu(memory.seen, memory.proposals, memory.smoothed)):  # rare: once, as its pods move
-        memory = _forget_gpu(snapshot.key, memory)
+        memory = without_gpu(snapshot.key, memory)
     ready, n = agg.ready, agg.n
     min_coverage = policy.min_coverage
     known = snapshot.source_ok and ready > 0 and agg.coverage >= min_coverage
@@ -260,13 +233,13 @@ def decide(
         models_reported_at = at  # reported, or unread (a failing query ages nothing: `models_forgetting`)
     elif models_reported_at is not None and forgets_models(memory.seen, models_reported_at, known, at,
                                                            policy.target_lru_age_s):  # rare: once, as it goes
-        memory = _forget_models(snapshot.key, memory, at - models_reported_at, policy.target_lru_age_s)
+        memory = without_models(snapshot.key, memory, at - models_reported_at, policy.target_lru_age_s)
         models_reported_at = None
     rec = recommend(agg, policy, memory.proposals)
     by_signal = agg.signals  # every signal of SIGNALS (`Aggregate.signals`)
-    profile = _PROFILES.get(id(by_signal))
+    profile = PROFILES.get(id(by_signal))
     if profile is None or profile.by_signal is not by_signal:
-        profile = _profile(by_signal)
+        profile = work_out_profile(by_signal)
     _, signal_coverage, reported_signals, fixed_complete, rps_complete, capacity_signals_present = profile
     # A signal the runtime does not have misses on no pod, so "complete where present" is "misses nowhere".
     pods_complete = n == ready and not unready  # every Ready pod fresh, and no pod held as missing data
@@ -360,22 +333,6 @@ def _hold_unready(
     if memory.unready:  # a pod held until now and left out (one Ready again or gone needs no word): said once
         say_left_out(snapshot.key, memory.unready, unready_names, snapshot.pods, at, unready_clocks)
     return agg, pods, unready, unready_names, unready_clocks
-
-
-def _forget_gpu(key: RuntimeKey, memory: RuntimeMemory) -> RuntimeMemory:
-    """`memory` without the GPU, once every Ready pod says it has no GPU collector (`gpu_forgetting`, which logs
-    it)."""
-    seen, proposals, smoothed = forget_gpu(key, memory.seen, memory.proposals, memory.smoothed)
-    return replace(memory, seen=seen, proposals=proposals, smoothed=smoothed)
-
-
-def _forget_models(
-    key: RuntimeKey, memory: RuntimeMemory, unreported_s: float, target_lru_age_s: float,
-) -> RuntimeMemory:
-    """`memory` without per-model use, once no fresh Ready pod has reported it for `target_lru_age_s`
-    (`models_forgetting`, which logs it); `unreported_s`: for how long none has."""
-    seen, proposals = forget_models(key, memory.seen, memory.proposals, unreported_s, target_lru_age_s)
-    return replace(memory, seen=seen, proposals=proposals)
 
 
 def _view_warnings(
@@ -494,58 +451,6 @@ def _next_seen(seen: frozenset[str], reported_signals: frozenset[str], agg: Aggr
         elif seen == _WITH_MODELS:
             seen = _WITH_MODELS
     return seen
-
-
-class SignalProfile(NamedTuple):
-    """What the decision reads off a runtime's signal stats (`_profile`): named fields, still a tuple (unpacked
-    as fast as one)."""
-
-    by_signal: Mapping[str, SignalStats]
-    """The stats mapping it was worked out from (its cache key, kept alive by the entry)."""
-    signal_coverage: dict[str, float]
-    """The coverage of each signal present: the view's `signal_coverage`, shared like the mapping, never
-    mutated."""
-    reported_signals: frozenset[str]
-    """The signals present, fresh on some pod or missing on one (for `seen`: a GPU reading whose own time is
-    stale is reported, so a refresh where no pod carries one finds the GPU missing, not absent)."""
-    fixed_complete: bool
-    """The GPU, queue and cache signals miss on no pod."""
-    rps_complete: bool
-    """The request rate misses on no pod."""
-    capacity_signals_present: bool
-    """GPU busy, request rate and cache state are all present: `_reason` has none to name as absent."""
-
-
-_PROFILES: dict[int, SignalProfile] = {}
-
-_PROFILES_BOUND: Final = 4096
-"""`_PROFILES` is cleared at this many entries, one per signal stats mapping (`signal_stats` keeps as many
-mappings)."""
-
-
-def _profile(by_signal: Mapping[str, SignalStats]) -> SignalProfile:
-    """What the decision reads off a runtime's signal stats, worked out once per stats mapping rather than
-    once per runtime: `signal_stats` hands the same mapping to every runtime with the same counts, refresh
-    after refresh, so it is found by identity (the entry keeps the mapping alive, so its id is not reused
-    while cached; cleared at `_PROFILES_BOUND`)."""
-    return stored(_PROFILES, id(by_signal), SignalProfile(
-        by_signal,
-        _signal_coverage(by_signal),
-        frozenset(signal for signal, stats in by_signal.items() if stats.fresh + stats.missing > 0),
-        all(by_signal[signal].missing == 0 for signal in (SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_CACHE)),
-        by_signal[SIGNAL_REQUESTS].missing == 0,
-        all(by_signal[signal].fresh + by_signal[signal].missing > 0 for _, signal in _DESCRIBED),
-    ), _PROFILES_BOUND)
-
-
-def _signal_coverage(by_signal: Mapping[str, SignalStats]) -> dict[str, float]:
-    """The coverage of each signal the runtime has (present), for the view; a loop, not a comprehension,
-    as it runs for every runtime."""
-    coverage: dict[str, float] = {}
-    for signal, stats in by_signal.items():
-        if stats.fresh + stats.missing > 0:
-            coverage[signal] = stats.coverage
-    return coverage
 
 
 _TERMS_BY_ID: dict[int, tuple[RuntimePolicy, tuple[WeightedTerm, ...], tuple[int, int | None]]] = {}

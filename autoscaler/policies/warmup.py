@@ -46,8 +46,9 @@ from dataclasses import dataclass, replace
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
-from autoscaler.policies.decision import VALUE_SIGNAL, RuntimeMemory, decide, down_cause
+from autoscaler.policies.decision import VALUE_SIGNAL, decide, down_cause
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.runtime_memory import RuntimeMemory
 from autoscaler.policies.signals import (
     ABSENT,
     FRESH,

@@ -20,8 +20,9 @@ from typing import Final, Protocol
 
 from autoscaler.model import RuntimeKey, RuntimeSnapshot, RuntimeView
 from autoscaler.names import ServedMetric
-from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.runtime_memory import RuntimeMemory
 from autoscaler.simulation.cluster import Cluster
 from autoscaler.simulation.hpa import (
     DEFAULT_BEHAVIOR,

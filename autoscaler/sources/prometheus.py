@@ -5,7 +5,8 @@ Each refresh asks it one instant query per signal for all runtimes at once (`pro
 `prometheus_reader`: the HTTP calls and the checks on the answers' shape) and joins the answers to discovery's
 inventory here.
 Readiness, replicas and annotations come from discovery, never from Prometheus. A pod with no freshness
-series was not seen this refresh and keeps its last good sample.
+series was not seen this refresh and keeps its last good sample (`prometheus_pods`: each pod's sample, and what is
+held of it).
 
 Errors are owned here (the one exception, `PrometheusSourceError` from `prometheus_answers`, carries a
 `reason` and chains the library's exception as its cause; it never leaves `collect()`):
@@ -16,11 +17,8 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
   No series at all right after answers that had them is no outage for up to HOLD_LIMIT_S
   (`prometheus_empty_answer`): asked again at once, then every pod's last sample held with `source_ok` True,
   the likely causes logged once per run; past the limit it is the outage, saying them.
-  The failure is logged once per outage with the backend's detail, and again when it recovers; an outage
-  that starts again for the same reason within FLAP_QUIET_S of the last line is counted, not logged (nor its
-  recovery), and the next line says how many there were: a backend failing every other refresh wrote two lines
-  a flap. An outage whose failure changes kind (an HTTP 503, then a 500, then Prometheus's own `timeout` error,
-  then no answer: `PrometheusSourceError.kind`) says each new kind once, so the log never names a cause gone.
+  The failure is logged once per outage with the backend's detail, and again when it recovers, flaps counted
+  rather than logged and each new kind of failure said once (`prometheus_news`: when, and why).
 - one series is garbage (NaN, ±Inf, negative, unparseable): only that pod's signal is absent (None), the
   refresh is still good (a garbled freshness series holds the pod's last good sample). Logged once per pod and
   signal until it is good again, and a `garbage` problem of the pod in /debug meanwhile (`problems`), naming
@@ -72,16 +70,14 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from urllib3.util.retry import Retry
 
 from autoscaler.forgetting import RecreatedRuntimes
-from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
+from autoscaler.model import RuntimeKey, RuntimeSnapshot
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.samples import refusal, valid_value
-from autoscaler.source_problems import REASON_GARBAGE, for_every_runtime
+from autoscaler.source_problems import for_every_runtime
 from autoscaler.sources.base import (
     ALL_NAMESPACES,
     DiscoveryOutage,
@@ -91,8 +87,6 @@ from autoscaler.sources.base import (
     SourceDefaults,
     SourceProblem,
 )
-from autoscaler.sources.exposition import SCALAR_FIELDS
-from autoscaler.sources.held_gpu import with_gpu_read, with_last_gpu
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, PrometheusSourceError
 from autoscaler.sources.prometheus_current import NEWEST_SCRAPE_SERIES
 from autoscaler.sources.prometheus_dcgm import DcgmUnmatched
@@ -103,13 +97,12 @@ from autoscaler.sources.prometheus_lookback import LookbackCheck
 from autoscaler.sources.prometheus_matchers import SeriesMatchers, promql_string
 from autoscaler.sources.prometheus_missing_pods import MissingPods
 from autoscaler.sources.prometheus_modelmesh_failing import ModelMeshFailing, modelmesh_failing_query
+from autoscaler.sources.prometheus_news import FLAP_QUIET_S, PrometheusNews
 from autoscaler.sources.prometheus_other_pod import OtherPods
 from autoscaler.sources.prometheus_partial import PartialAnswers
-from autoscaler.sources.prometheus_pod_objects import HeldFor, of_this_pod
+from autoscaler.sources.prometheus_pods import PodReadings
 from autoscaler.sources.prometheus_promql import (
     FRESHNESS,
-    GPU_FRESHNESS,
-    RECENT_MODELS,
     RECENT_MODELS_WINDOW_S,
     GpuSource,
     PodRef,
@@ -120,33 +113,11 @@ from autoscaler.sources.prometheus_reader import Answers, PrometheusReader
 from autoscaler.sources.prometheus_unseen import UnseenRuntimes
 from exporter import names
 from exporter.flag_values import without_password
-from exporter.outage_log import OutageLog
 
 log = logging.getLogger(__name__)
 
-_SERIES = {field: series for series, field in SCALAR_FIELDS.items()} | {
-    "gpu_busy": "GPU busy",
-    FRESHNESS: f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_MODELMESH}"}}',
-    GPU_FRESHNESS: f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_GPU}"}}',
-}
-"""The series a signal is read from, as /debug and the refusal of a value above its ceiling name it."""
-
 KIND_UNLABELLED = "empty, series without the labels"
 """The `PrometheusSourceError.kind` of an empty answer whose series lack the namespace or pod label."""
-
-FLAP_QUIET_S = 60.0
-"""How long after an outage's line a new outage for the same reason is only counted (as the exporter does)."""
-_OUTAGE_SERVES = ('every runtime\'s values unknown (503 "metric source down"), the HPAs hold their replicas, '
-                  "the last good samples kept")
-"""What a failed refresh serves, as its outage lines say it (`decision.SOURCE_DOWN`): not the held samples."""
-
-def _older(sample: PodSample, previous: PodSample | None) -> bool:
-    """True when `sample` describes an earlier time than the one we hold (a restarted Prometheus that lost
-    recent data answers with older samples): a source never moves a pod's data back in time."""
-    if previous is None or previous.sampled_at is None or sample.sampled_at is None:
-        return False
-    return sample.sampled_at < previous.sampled_at
-
 
 class PrometheusSource(SourceDefaults):
     """A `MetricSource` that reads the exporters' series from Prometheus instead of scraping pods."""
@@ -224,20 +195,14 @@ class PrometheusSource(SourceDefaults):
             failing_query=modelmesh_failing_query(namespace_label=namespace_label, pod_label=pod_label,
                                                   matchers=matchers),
         )
-        self._models_failing = False  # the models query's failure is logged
-        self._clock_off_s = 0.0  # the Prometheus clock offset last logged
+        self._news = PrometheusNews(self._url, clock, on_error)
         self._partial = PartialAnswers(self._url)
         self._unseen = UnseenRuntimes(self._url)
-        self._last: dict[PodRef, PodSample] = {}
-        self._held_for = HeldFor()  # which pod object each of `_last` was read of (`prometheus_pod_objects`)
-        self._garbage = PrometheusGarbage(self._url, self._count)
-        self._other_pods = OtherPods(self._url, self._count)
-        self._modelmesh_failing = ModelMeshFailing(self._url, self._count, max_staleness_s)
-        self.errors: Counter[str] = Counter()
-        """Failures by reason since start: whole-refresh reasons once per refresh, `garbage` per series."""
-        self._outage = OutageLog(FLAP_QUIET_S)
-        self.last_error: PrometheusSourceError | None = None
-        self._said_kinds: set[str] = set()  # the kinds of failure the current outage's lines said (each once)
+        self._garbage = PrometheusGarbage(self._url, self._news.count)
+        self._other_pods = OtherPods(self._url, self._news.count)
+        self._pods = PodReadings(self._signals, self._reader, self._garbage, self._other_pods, self._news.count)
+        self._last = self._pods.last  # each pod's last good sample, which the checks below read too
+        self._modelmesh_failing = ModelMeshFailing(self._url, self._news.count, max_staleness_s)
         self._discovery_outage = DiscoveryOutage()
         self._empty = EmptyAfterGood(self._url, FLAP_QUIET_S)
         self._recreated = RecreatedRuntimes()
@@ -246,9 +211,19 @@ class PrometheusSource(SourceDefaults):
         self._dropped = DroppedSeries(self._url, max_staleness_s)
 
     @property
+    def errors(self) -> Counter[str]:
+        """Failures by reason since start: whole-refresh reasons once per refresh, `garbage` per series."""
+        return self._news.errors
+
+    @property
+    def last_error(self) -> PrometheusSourceError | None:
+        """The failure of the outage going on; None while Prometheus answers."""
+        return self._news.last_error
+
+    @property
     def outage_since(self) -> float | None:
         """Clock time the current outage began; None while Prometheus answers."""
-        return self._outage.since
+        return self._news.outage_since
 
     @property
     def partial_answers(self) -> int:
@@ -278,28 +253,28 @@ class PrometheusSource(SourceDefaults):
         except PrometheusSourceError as error:
             self._missing.unanswered()  # a pod's grace runs from the next answer with series
             if self._empty.holds(error, now):  # `prometheus_empty_answer`: held (for a while), not an outage
-                self._count(error.reason)
-                self._recovered()  # it answers (a restart on an empty TSDB ends an outage of no answers)
+                self._news.count(error.reason)
+                self._news.recovered()  # it answers (a restart on an empty TSDB ends an outage of no answers)
                 self._empty.held(error, now)
                 answers, seen, backend_ok, held = {}, set(), True, True
             else:
-                self._failed(self._empty.failed(error, now))
+                self._news.failed(self._empty.failed(error, now))
                 answers, seen, backend_ok = {}, set(), False
             reached = error.reason == REASON_EMPTY
         else:
             reached = True
             self._empty.answered(now)
-            self._recovered()
-            self._note_clock(self._reader.clock_offset_s)
+            self._news.recovered()
+            self._news.note_clock(self._reader.clock_offset_s)
             self._partial.note(self._reader.warnings)
             self._partial.note_runtimes(inventory, seen, now)
-            self._note_models(self._reader.models_error)
+            self._news.note_models(self._reader.models_error)
             self._other_pods.note(inventory, self._reader.other_pods, now)
             backend_ok = True
         outage = self._discovery_outage
         self._note_discovery(outage, self._discovery, inventory, now)
         snapshots = [
-            self._snapshot(runtime, answers, seen, now, backend_ok, outage.healthy(key.namespace))
+            self._pods.snapshot(runtime, answers, seen, now, backend_ok, outage.healthy(key.namespace))
             for key, runtime in inventory.items()
         ]
         if reached and self._lookback.due(now):
@@ -413,123 +388,10 @@ class PrometheusSource(SourceDefaults):
             )
         return seen
 
-    def _snapshot(
-        self,
-        runtime: RuntimeInventory,
-        answers: Mapping[str, Mapping[PodRef, str]],
-        seen: set[PodRef],
-        now: float,
-        source_ok: bool,
-        discovery_ok: bool,
-    ) -> RuntimeSnapshot:
-        pods: list[PodSample] = []
-        models_garbled = False  # a pod whose model times were all garbage
-        for target in runtime.pods:
-            ref = (runtime.key.namespace, target.name)
-            previous = self._held_for.held(ref, target, self._last)  # not an earlier pod's of the name
-            # A pod read before whose load left the answer (no freshness) is read for its GPU (`_read_pod`).
-            read = ref not in self._other_pods and (
-                ref in seen or (previous is not None and ref in answers.get("gpu_busy", ())))
-            sample, garbled = self._read_pod(ref, answers) if read else (None, False)
-            sample = of_this_pod(sample, target.created_at)  # an earlier pod's series (`prometheus_pod_objects`)
-            models_garbled = models_garbled or garbled
-            if sample is not None and sample.sampled_at is None:  # its GPU read, its load not
-                if previous is None:  # nothing to hold beside it: not read yet, as before its first load reading
-                    sample = PodSample(name=target.name)
-                else:  # the last good load, at its old time, beside the GPU read (as the scrape source holds it)
-                    sample = with_gpu_read(previous, sample)
-                    self._last[ref] = sample
-            elif sample is not None and not _older(sample, previous):
-                # Its GPU busy gone from the answer (the GPU collector failing, DCGM's series gone) while its load
-                # is read: the last good one, at its old time (`held_gpu`), as a pod gone from the answer is held.
-                sample = with_last_gpu(sample, previous)
-                self._last[ref] = sample
-            else:  # not seen, garbage freshness, or older than what we had: hold the last good sample
-                sample = previous or PodSample(name=target.name)
-            pods.append(replace(sample, ready=target.ready, created_at=target.created_at,
-                                unready_since=target.unready_since))
-        self._garbage.note_runtime(runtime, now)
-        # No evidence that its pods stopped reporting per-model use (`RuntimeSnapshot.models_unread`): the models
-        # query failed, the answers were partial (a store Thanos could not reach), or a pod's times all garbage.
-        models_unread = self._reader.models_error is not None or bool(self._reader.warnings) or models_garbled
-        return runtime.snapshot(tuple(pods), now, source_ok, models_unread, discovery_ok)
-
-    def _read_pod(self, ref: PodRef, answers: Mapping[str, Mapping[PodRef, str]]) -> tuple[PodSample | None, bool]:
-        """This refresh's sample of a pod, None when its freshness itself is garbage (or absent) and no GPU busy was
-        read, its GPU's alone (`sampled_at` None) where one was; and whether the model times it gave were all
-        garbage (`_recent_models`)."""
-        fields: dict[str, float | None] = {}
-        refused: list[str] = []
-        garbled: list[str] = []
-        for signal in self._signals:
-            raw = answers[signal.field].get(ref)
-            value = None if raw is None else valid_value(raw)
-            series = _SERIES.get(signal.field, signal.field)
-            why = None if value is None else refusal(signal.field, value, series)
-            bad = (raw is not None and value is None) or why is not None
-            self._garbage.note(ref, signal.field, bad=bad, raw=raw, why=why)
-            if why is not None:
-                refused.append(why)
-            elif bad:
-                garbled.append(f"{series} {raw}")
-            fields[signal.field] = value
-        self._garbage.note_reading(ref, garbled, fields[FRESHNESS] is None, refused)
-        if refused:  # a value no real pod reaches: the whole reading is garbage; the last good sample is held
-            return None, False
-        sampled_at, gpu_sampled_at = fields[FRESHNESS], fields[GPU_FRESHNESS]
-        offset = self._reader.clock_offset_s  # Prometheus's clock to ours
-        if sampled_at is None:
-            # No load reading (an exporter whose ModelMesh collector fails from its start), its GPU read or not: the
-            # GPU's alone, beside which `_snapshot` holds the last good load.
-            if fields["gpu_busy"] is None or gpu_sampled_at is None:
-                return None, False
-            return PodSample(name=ref[1], gpu_sampled_at=gpu_sampled_at - offset, gpu_busy=fields["gpu_busy"]), False
-        sampled_at -= offset
-        recent, models_garbled = self._recent_models(ref, offset, sampled_at)
-        return PodSample(
-            name=ref[1],
-            sampled_at=sampled_at,
-            gpu_sampled_at=None if gpu_sampled_at is None or fields["gpu_busy"] is None else gpu_sampled_at - offset,
-            gpu_busy=fields["gpu_busy"],
-            requests_per_second=fields["requests_per_second"],
-            queue_delay_s=fields["queue_delay_s"],
-            cache_misses_per_second=fields["cache_misses_per_second"],
-            lru_age_s=fields["lru_age_s"],
-            cache_used_ratio=fields["cache_used_ratio"],
-            models_loaded=fields["models_loaded"],
-            recent_models=recent,
-            no_gpu_collector=ref in self._reader.no_gpu_collector,  # its GPU absent, not missing (`prometheus_no_gpu`)
-        ), models_garbled
-
-    def _recent_models(self, ref: PodRef, offset: float, sampled_at: float) -> tuple[dict[str, float] | None, bool]:
-        """The pod's last-served times on our clock, never later than its `sampled_at` (as the scrape source
-        reads them); {} when it publishes the series but served nothing in the window; None when it does not
-        publish it, the query failed or was not asked, or every time it gave is garbage, which the second value
-        says (garbage is no word that the pod stopped reporting per-model use)."""
-        answer = self._reader.models
-        raw = None if answer is None else answer.get(ref)
-        if raw is None:
-            return None, False
-        models: dict[str, float] = {}
-        bad: str | None = None
-        for model, text in raw.items():
-            at = valid_value(text)
-            if at is None:
-                self._count(REASON_GARBAGE)
-                bad = text
-            else:
-                models[model] = min(at - offset, sampled_at)
-        self._garbage.note(ref, RECENT_MODELS, bad=bad is not None, raw=bad, counted=True)
-        if bad is not None and not models:
-            return None, True
-        return models, False
-
     def _forget_vanished(self, inventory: Mapping[RuntimeKey, RuntimeInventory]) -> None:
         """Drop memory of pods discovery no longer lists, so it stays bounded as pods come and go."""
         known = {(key.namespace, pod.name) for key, runtime in inventory.items() for pod in runtime.pods}
-        for ref in [ref for ref in self._last if ref not in known]:
-            del self._last[ref]
-        self._held_for.forget(known)
+        self._pods.forget(known)
         self._garbage.forget(known, inventory)
         self._other_pods.forget(known)
         self._modelmesh_failing.forget(known)
@@ -544,80 +406,12 @@ class PrometheusSource(SourceDefaults):
         self._unseen.forget(key)
         self._missing.forget(key)
 
-    def _note_clock(self, offset_s: float) -> None:
-        """Warn when Prometheus's clock is found off (or off by another minute), and say when it is right."""
-        if offset_s and (not self._clock_off_s or abs(offset_s - self._clock_off_s) > 60):
-            log.warning(
-                "Prometheus at %s has a clock %+.0f s off ours (by its answers' evaluation time); reading its "
-                "timestamps on our clock: check the time sync of its node or of ours", self._url, offset_s,
-            )
-        elif not offset_s and self._clock_off_s:
-            log.info("Prometheus at %s has a clock that agrees with ours again", self._url)
-        self._clock_off_s = offset_s
-
-    def _note_models(self, error: PrometheusSourceError | None) -> None:
-        """Count every failed models query by its reason (as a failed round's), log the first of a run of them
-        and the recovery: pods read meanwhile have no `recent_models`, which only leaves that need term out."""
-        if error is None:
-            if self._models_failing:
-                self._models_failing = False
-                log.info("Prometheus at %s answers the recent-models query again", self._url)
-            return
-        self._count(error.reason)
-        if not self._models_failing:
-            self._models_failing = True
-            log.warning("Prometheus at %s failed the recent-models query (%s): %s; pods have no recent models (the "
-                        "unique-copy need term is left out) until it answers", self._url, error.reason, error.detail)
-        else:
-            log.debug("recent-models query still failing (%s): %s", error.reason, error.detail)
-
     def _note_failing(self, inventory: Mapping[RuntimeKey, RuntimeInventory], seen: set[PodRef], now: float) -> None:
         """The pods whose exporter cannot read ModelMesh (`prometheus_modelmesh_failing`): since a good read, by
         their held samples' times, or never (no series in `seen`); the query's failure only leaves them unsaid this
         refresh, said at debug level and counted by its reason (as a failed models query is)."""
-        error = self._reader.failing_error
-        if error is not None:
-            self._count(error.reason)
-            log.debug("the failing ModelMesh collectors' query failed (%s): %s", error.reason, error.detail)
+        self._news.note_failing_query(self._reader.failing_error)
         self._modelmesh_failing.note(inventory, self._reader.failing, seen, self._reader.other_pods, self._last, now)
-
-    # ---- outage bookkeeping ----
-
-    def _count(self, reason: str) -> None:
-        self.errors[reason] += 1
-        if self._on_error is not None:
-            self._on_error(reason)
-
-    def _failed(self, error: PrometheusSourceError) -> None:
-        """Log an outage when it starts, unless it is a flap (the same reason within FLAP_QUIET_S of the last
-        line); an outage not logged at its start is logged once it has lasted past that minute."""
-        self._count(error.reason)
-        self.last_error = error
-        now = self._clock()
-        outage = self._outage
-        due = outage.failed(error.reason, now)
-        if outage.logged and error.kind not in self._said_kinds:
-            self._said_kinds.add(error.kind)
-            log.warning("Prometheus at %s now fails otherwise (%s): %s; %s", self._url, error.reason, error.detail,
-                        _OUTAGE_SERVES)
-            return
-        if not due:
-            log.debug("Prometheus still failing (%s): %s", error.reason, error.detail)
-            return
-        more = outage.line_written(error.reason, now)
-        log.warning("Prometheus at %s failed (%s): %s; %s until it answers%s",
-                    self._url, error.reason, error.detail, _OUTAGE_SERVES, more)
-        self._said_kinds = {error.kind}
-
-    def _recovered(self) -> None:
-        outage = self._outage
-        if outage.since is not None:
-            down_s = self._clock() - outage.since
-            if outage.recovered():
-                log.info("Prometheus at %s answers again after %.0f s", self._url, down_s)
-            else:
-                log.debug("Prometheus answers again after %.0f s (the outage was a flap, not logged)", down_s)
-        self.last_error = None
 
 
 def namespaces_read(discovery: PodDiscovery) -> tuple[str, ...]:

@@ -13,8 +13,9 @@ from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSetting
 from autoscaler.kube.client import KubeClient
 from autoscaler.model import PodSample, RuntimeSnapshot, RuntimeView
 from autoscaler.names import DELETION_COST_ANNOTATION, ServedMetric
-from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.runtime_memory import RuntimeMemory
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove, removal_order
 from tests.actuation.conftest import KEY, SteppedClock

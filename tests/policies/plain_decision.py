@@ -17,7 +17,7 @@ from typing import Final
 from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
 from autoscaler.policies.aggregation import Aggregate, aggregate
-from autoscaler.policies.decision import _NO_MEMORY, VALUE_SIGNAL, RuntimeMemory, no_capacity_signal
+from autoscaler.policies.decision import VALUE_SIGNAL, no_capacity_signal
 from autoscaler.policies.podviews import pod_views
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
@@ -36,6 +36,7 @@ from autoscaler.policies.recommendation import (
     Recommendation,
     ceil_pods,
 )
+from autoscaler.policies.runtime_memory import NO_MEMORY, RuntimeMemory
 from autoscaler.policies.signals import (
     SIGNAL_CACHE,
     SIGNAL_GPU,
@@ -229,7 +230,7 @@ def plain_decide(
     window_s: float,
 ) -> tuple[RuntimeView, RuntimeMemory]:
     """Decide one runtime for the refresh at `now`; `window_s` is the aggregation window the API reports."""
-    memory = memory or _NO_MEMORY
+    memory = memory or NO_MEMORY
     agg = aggregate(snapshot.pods, policy, now, memory.seen)
     if snapshot.source_ok and agg.ready > 0 and stats_of(agg, SIGNAL_GPU).absent == agg.ready:
         # Every Ready pod says it has no GPU collector: the runtime forgets its GPU.

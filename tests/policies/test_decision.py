@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from autoscaler.model import PodSample, PodView, PodViews, RuntimeView
 from autoscaler.names import ServedMetric
-from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.runtime_memory import RuntimeMemory
 from autoscaler.policies.smoothing import SmoothState
 from tests.policies.builders import KEY, NOW, PROPERTIES, pod, pods_with, snapshot
 

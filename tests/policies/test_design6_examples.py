@@ -14,8 +14,9 @@ import pytest
 
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.names import ServedMetric
-from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.runtime_memory import RuntimeMemory
 from autoscaler.server import policy_book
 from autoscaler.settings import ServeSettings
 from tests.policies.builders import KEY, NOW, pod, snapshot

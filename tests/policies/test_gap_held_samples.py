@@ -18,7 +18,8 @@ import pytest
 
 from autoscaler.model import PodSample, RuntimeView
 from autoscaler.policies.aggregation import HELD_SAMPLE_S
-from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.decision import decide
+from autoscaler.policies.runtime_memory import RuntimeMemory
 from tests.policies.builders import NOW, pod, snapshot
 from tests.policies.test_gap_values import CACHE, DESIRED, GPU, LOAD, POLICY, STEP, WINDOW
 

@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 from autoscaler.model import PodSample, RuntimeView
 from autoscaler.names import ServedMetric
 from autoscaler.policies.aggregation import HELD_SAMPLE_S
-from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.runtime_memory import RuntimeMemory
 from autoscaler.sources.held_gpu import with_last_gpu
 from tests.policies.builders import NOW, PROPERTIES, pod, snapshot
 

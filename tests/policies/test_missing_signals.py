@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from autoscaler.model import PodSample, RuntimeView
 from autoscaler.names import ServedMetric
-from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy, with_hpa_bounds
+from autoscaler.policies.runtime_memory import RuntimeMemory
 from autoscaler.policies.smoothing import SmoothState
 from tests.policies.builders import NOW, PROPERTIES, pod, snapshot
 

@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 
 from autoscaler.model import RuntimeKey, RuntimeSnapshot, RuntimeView
 from autoscaler.names import ServedMetric
-from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.runtime_memory import RuntimeMemory
 from autoscaler.sources.exposition import read_exporter_text
 from tests.policies.builders import PROPERTIES
 from tests.support.exporter_texts import exporter_text

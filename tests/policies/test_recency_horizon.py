@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.model import PodSample, RuntimeView
-from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.runtime_memory import RuntimeMemory
 from tests.policies.builders import KEY, NOW, PROPERTIES, pod, snapshot
 from tests.support.debug_answers import debug_body
 

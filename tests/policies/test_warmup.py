@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 
 from autoscaler.model import PodSample, RuntimeSnapshot, RuntimeView
 from autoscaler.names import ServedMetric
-from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.runtime_memory import RuntimeMemory
 from autoscaler.policies.warmup import WAITING_FOR_ASK, WarmUp, decide_remembering, grace_s
 from tests.policies.builders import KEY, NOW, PROPERTIES, pod, pods_with, snapshot
 

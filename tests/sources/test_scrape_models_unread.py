@@ -25,8 +25,9 @@ from autoscaler.kube.timestamps import rfc3339
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.names import ServedMetric
 from autoscaler.policies.config import PolicyBook
-from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.runtime_memory import RuntimeMemory
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.source_problems import REASON_GARBAGE
