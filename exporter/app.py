@@ -1,10 +1,11 @@
 """The exporter's HTTP surface and the background loops that feed it.
 
 Collection happens in background tasks; a Prometheus scrape only renders the last values, so a slow
-ModelMesh or GPU driver never makes `/metrics` slow. `/metrics` is prometheus_client's own aiohttp handler
-on our own registry: one `generate_latest` per scrape, content negotiation (OpenMetrics for Prometheus) and
-gzip when the scraper asks for it, as with the library's reference server. Only the gzip step is ours (see
-`metrics_handler`); `bench/bench_exporter.py` measures the result against `start_http_server`.
+ModelMesh or GPU driver never makes `/metrics` slow. `/metrics` negotiates as prometheus_client's aiohttp handler
+does (OpenMetrics for Prometheus) and gzips when the scraper asks for it; ModelMesh's families, most of a busy pod's
+body, are rendered and gzipped once per ModelMesh read, not per scrape (`exporter.rendered_metrics`, see
+`metrics_handler`). `bench/bench_exporter.py` measures the result against `start_http_server`, and
+`bench/bench_exporter_models.py` the cost per scrape as the model count grows.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler
 from prometheus_client import CollectorRegistry, ProcessCollector, disable_created_metrics
 from prometheus_client.aiohttp import make_aiohttp_handler
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import Collector
 
 from exporter import names
 from exporter.accept_limit import quiet_accept_errors
@@ -33,6 +36,7 @@ from exporter.collectors.modelmesh import ModelMeshCollector
 from exporter.collectors.pod import PodInfoCollector
 from exporter.connection_cap import WRITE_DEADLINE_S, ConnectionCap, ConnectionCounts
 from exporter.listen import KEEPALIVE_TIMEOUT_S, bind_listeners
+from exporter.rendered_metrics import RenderedMetrics, Steady
 from exporter.server_name import drop_server_name, nameless_handlers
 from exporter.settings import MAX_CONNECTIONS, ExporterSettings
 from exporter.stop_signals import StopSignals
@@ -89,8 +93,8 @@ def build_app(settings: ExporterSettings) -> web.Application:
         model_recency_horizon_s=settings.model_recency_horizon_s,
         ca_file=settings.modelmesh_ca_file,
     )
-    registry.register(modelmesh)
     loops: list[Loop] = [functools.partial(modelmesh.run, settings.modelmesh_interval_s)]
+    live: list[Collector] = []
     if settings.gpu_enabled and settings.gpu_unattributed is not None:
         # The pod's own GPUs could not be told: none is reported (other pods' GPUs would be wrong), said as a
         # failure, so the GPU alert fires; NVML is not touched.
@@ -105,43 +109,65 @@ def build_app(settings: ExporterSettings) -> web.Application:
         from exporter.collectors.gpu import GpuCollector
 
         gpu = GpuCollector(health, window_s=settings.gpu_window_s, uuids=settings.gpu_uuids or None)
-        registry.register(gpu)
+        live.append(gpu)
         loops.append(functools.partial(gpu.run, settings.gpu_interval_s))
-    registry.register(health)
     connections = ConnectionCounts()
-    registry.register(connections)
-    registry.register(BuildInfoCollector())
     # process_* (start time, CPU, memory, open files): a sidecar restarting (OOM-killed at its limit, crash-
     # looping) showed only as its counters back at zero. Before the pod's family, which stays last.
-    ProcessCollector(registry=registry)
+    live += [health, connections, BuildInfoCollector(), ProcessCollector(registry=None)]
     # The pod's family stays last: the adapter's fast reader looks for it there (autoscaler/sources/exporter_text.py)
     if settings.identity.labels():  # none given (a sidecar patched before the variables): no series, read as before
-        registry.register(PodInfoCollector(settings.identity))
-    return metrics_app(registry, health, loops, connections)
+        live.append(PodInfoCollector(settings.identity))
+    # ModelMesh's families (one series per model served within the horizon: most of the body) are a function of
+    # its last good read, and each read folds a new `window.latest`: rendered once per read and format, the rest
+    # at every scrape (`exporter.rendered_metrics`). Before the others, as they always were.
+    steady = Steady(modelmesh, lambda: modelmesh.window.latest)
+    for collector in (modelmesh, *live):
+        registry.register(collector)
+    return metrics_app(registry, health, loops, connections, rendered=RenderedMetrics([steady], live))
 
 
-def metrics_handler(registry: CollectorRegistry, gzip_level: int = 6) -> Handler:
-    """prometheus_client's aiohttp handler (negotiation, `name[]` filter) with gzip done on the event loop.
+def metrics_handler(registry: CollectorRegistry, gzip_level: int = 6, rendered: RenderedMetrics | None = None,
+                    ) -> Handler:
+    """`registry`'s exposition, negotiated as prometheus_client's aiohttp handler does (OpenMetrics for Prometheus,
+    else text 0.0.4), gzipped on the event loop when asked; made by `rendered` (`exporter.rendered_metrics`: the
+    part that changes only at a reading rendered once per reading), by default all of `registry` per scrape.
 
+    A `name[]` filter goes to the library's handler, which renders the families named (a rare, small request).
     The library's handler leaves gzip to aiohttp, and aiohttp hands every body over 4 KiB (ours with a few
     GPUs) to its thread pool: a thread hop per scrape that costs more CPU and latency than compressing the
     few KiB where we are (about 50 µs). Prometheus always asks for gzip.
     """
-    render = make_aiohttp_handler(registry, disable_compression=True)
+    filtered = make_aiohttp_handler(registry, disable_compression=True)
+    whole = rendered if rendered is not None else RenderedMetrics((), [registry], gzip_level)
 
     async def metrics(request: web.Request) -> web.StreamResponse:
-        response = await render(request)
         accepted = gzip_accepted(request.headers.getall(hdrs.ACCEPT_ENCODING, ()))
-        if not isinstance(response, web.Response) or not isinstance(response.body, bytes) or not accepted:
+        if "name[]" in request.query:
+            response = await filtered(request)
+            if accepted and isinstance(response, web.Response) and isinstance(response.body, bytes):
+                response.body = gzipped(response.body, gzip_level)
+                _say_gzip(response)
             return response
-        body = response.body
-        compressor = zlib.compressobj(gzip_level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-        response.body = compressor.compress(body) + compressor.flush()
-        response.headers[hdrs.CONTENT_ENCODING] = "gzip"
-        response.headers[hdrs.VARY] = hdrs.ACCEPT_ENCODING
+        encoder, content_type = choose_encoder(",".join(request.headers.getall(hdrs.ACCEPT, ())))
+        response = web.Response(body=whole.body(encoder, content_type, accepted),
+                                headers={hdrs.CONTENT_TYPE: content_type})
+        if accepted:
+            _say_gzip(response)
         return response
 
     return metrics
+
+
+def gzipped(body: bytes, level: int) -> bytes:
+    """`body` as one gzip stream."""
+    compressor = zlib.compressobj(level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return compressor.compress(body) + compressor.flush()
+
+
+def _say_gzip(response: web.Response) -> None:
+    response.headers[hdrs.CONTENT_ENCODING] = "gzip"
+    response.headers[hdrs.VARY] = hdrs.ACCEPT_ENCODING
 
 
 def gzip_accepted(accept_encoding: Iterable[str]) -> bool:
@@ -175,9 +201,11 @@ def _loop_name(loop: Loop) -> str:
 
 
 def metrics_app(registry: CollectorRegistry, health: CollectorHealth, loops: Sequence[Loop] = (),
-                connections: ConnectionCounts | None = None) -> web.Application:
+                connections: ConnectionCounts | None = None,
+                rendered: RenderedMetrics | None = None) -> web.Application:
     """Serve `registry` at /metrics and liveness at /healthz, running `loops` while the app runs; `run` counts its
-    connections in `connections` (registered in `registry` by the caller, where it is published).
+    connections in `connections` (registered in `registry` by the caller, where it is published). `rendered`:
+    the same collectors cut where a part changes only at a reading (`metrics_handler`).
 
     Split from `build_app` so the benchmark serves exactly this surface over registries it fills itself.
     """
@@ -196,7 +224,7 @@ def metrics_app(registry: CollectorRegistry, health: CollectorHealth, loops: Seq
     app[HEALTH_KEY] = health
     app[REGISTRY_KEY] = registry
     app[CONNECTIONS_KEY] = connections if connections is not None else ConnectionCounts()
-    app.router.add_get("/metrics", metrics_handler(registry))
+    app.router.add_get("/metrics", metrics_handler(registry, rendered=rendered))
     app.router.add_get("/healthz", healthz)
     app.cleanup_ctx.append(background)
     app.on_shutdown.append(_log_stopping)
