@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import zip_longest
 
+from autoscaler.kube.backoff import FailuresInARow
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.names import ServedMetric
 
@@ -63,7 +64,9 @@ class PodRecord:
 
     cost: int | None = None
     written_at: float = -math.inf
-    failures: int = 0
+    in_a_row: FailuresInARow = field(default_factory=FailuresInARow)
+    """The failed writes in a row since the last that went through, and those the server answered: what the retry's
+    backoff counts (`deletion_cost_writes`)."""
     retry_at: float = -math.inf
     uid: str | None = None
     """The `metadata.uid` of the pod object written, as the pod watch showed it (None: not known)."""
@@ -86,6 +89,11 @@ class PodRecord:
     fought: bool = False
     """Written again for another writer's value, and not yet seen keeping this replica's for `min_interval_s`:
     written again at most once a pod's minute, even for a runtime whose writes are hurried, and said once."""
+
+    @property
+    def failures(self) -> int:
+        """The failed writes in a row (0: the last went through, or none was made)."""
+        return self.in_a_row.failures
 
 
 def plan_patches(

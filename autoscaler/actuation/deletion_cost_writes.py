@@ -4,7 +4,10 @@ path.
 A pass writes with `concurrency` requests in flight and at most `qps` a second, so a slow API server delays only
 the writer's task: never a refresh, never an HPA request. 404 means the pod is gone (normal: it was just
 removed); 409, 429 and 5xx (and no answer) are retried with exponential backoff and jitter, honouring
-`Retry-After`; other refusals (403: missing RBAC) wait for the 5-minute refresh. A `Retry-After` (API Priority
+`Retry-After`; other refusals (403: missing RBAC) wait for the 5-minute refresh. A PATCH the server never answered
+(refused, timed out) backs off to about 4 s only (`backoff.UNANSWERED_MAX_S`, as the watches and the bridge's
+writes), so a cost changed during an outage lands within seconds of its end; an answered failure to the 60 s cap,
+counting only the answered failures in a row (`backoff.FailuresInARow`). A `Retry-After` (API Priority
 and Fairness throttles the adapter's whole flow, not one pod) also pauses every other patch of the writer for
 that long. Each failure is said with its pass's others (`autoscaler.actuation.deletion_cost_news`).
 """
@@ -23,7 +26,7 @@ from autoscaler.actuation.deletion_cost_foreign import ForeignCosts
 from autoscaler.actuation.deletion_cost_memory import WrittenCosts
 from autoscaler.actuation.deletion_cost_news import FailureNews
 from autoscaler.actuation.deletion_cost_plan import PodId, PodPatch, PodRecord
-from autoscaler.kube.backoff import ServerThrottle, retry_delay
+from autoscaler.kube.backoff import UNANSWERED_MAX_S, ServerThrottle, retry_delay, unanswered
 from autoscaler.kube.client import KubeApiError
 from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.selfmetrics import AdapterMetrics, DeletionCostPatchResult
@@ -150,7 +153,8 @@ class CostPatches:
         if record.sent_echoed:
             self._memory.echoed(pod, record)
         record.fought = record.fought or fought
-        record.failures, record.retry_at, record.refused = 0, -math.inf, None
+        record.retry_at, record.refused = -math.inf, None
+        record.in_a_row.reset()
         self.news.clear(pod)
         self._metrics.deletion_cost_patched("ok")
         self._metrics.pod_deletion_cost.labels(*pod).set(patch.cost)
@@ -164,13 +168,17 @@ class CostPatches:
             self._memory.records[pod] = PodRecord(retry_at=now + self._gone_wait_s)
             self.news.clear(pod)  # nothing left to write
             return
-        record.failures += 1
+        failures = record.in_a_row.failed(error)
         record.refused = status = error.status if error.status is not None else "no answer"
         self.throttle.note(error)
         result: DeletionCostPatchResult
         if error.retryable:
-            record.retry_at = now + retry_delay(record.failures, self._backoff_base_s, self._backoff_cap_s,
-                                                self._rand(), error.retry_after_s)
+            # A PATCH the server never answered (refused, timed out) costs it nothing: tried again within about 4 s,
+            # so that a cost changed during an outage is on its pod within seconds of the server's return, not at a
+            # backoff that doubled to its cap through the outage (the ReplicaSet reading the stale cost meanwhile).
+            cap_s = min(self._backoff_cap_s, UNANSWERED_MAX_S) if unanswered(error) else self._backoff_cap_s
+            record.retry_at = now + retry_delay(failures, self._backoff_base_s, cap_s, self._rand(),
+                                                error.retry_after_s)
             result = "retried"
         else:
             record.retry_at = now + self._refused_wait_s

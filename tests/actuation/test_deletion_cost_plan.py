@@ -7,6 +7,7 @@ import math
 import pytest
 
 from autoscaler.actuation.deletion_cost_plan import PodPatch, PodRecord, plan_patches, scale_down_pending
+from autoscaler.kube.backoff import FailuresInARow
 from autoscaler.model import PodView, RuntimeKey
 from tests.actuation.conftest import KEY, pod_view, runtime_view
 
@@ -15,7 +16,8 @@ NEVER = -math.inf
 
 
 def record(cost: int | None, written_ago: float = 10.0, failures: int = 0, retry_in: float = NEVER) -> PodRecord:
-    return PodRecord(cost=cost, written_at=NOW - written_ago, failures=failures, retry_at=NOW + retry_in)
+    return PodRecord(cost=cost, written_at=NOW - written_ago, in_a_row=FailuresInARow(failures=failures),
+                     retry_at=NOW + retry_in)
 
 
 @pytest.mark.parametrize(
