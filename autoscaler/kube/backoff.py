@@ -58,7 +58,7 @@ class FailuresInARow:
     starting at the end of a 40 s outage of refused connections waited the step those tries had doubled to (30 s,
     pod discovery's and the watches' cap; 33 s for the bridge's writes), where the first answered failure waits the
     base backoff. The one count of every loop that retries a Kubernetes call (`ListWatch`, the Deployment resync,
-    the bridge's retries), so that none counts them its own way."""
+    the bridge's retries, the deletion-cost writes), so that none counts them its own way."""
 
     failures: int = 0
     """Every failure in a row, answered or not: what the logs and `on_failure` say."""
