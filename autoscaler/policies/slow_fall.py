@@ -6,7 +6,8 @@ about 11.5 minutes for one pod at the default 300 s). `held` is empty because no
 slowly, by design. Without a word in /debug an operator watching a runtime go 3 -> 4 -> 3 under a load near a
 boundary could not tell that from something else writing the replicas, nor how long the 4 lasts.
 
-`slow_fall` says it: the smoothed value, `scale_down_tau_s`, and when the served value reaches raw if raw stays.
+`slow_fall` says it: the smoothed value, `scale_down_tau_s`, when the served value next steps down a pod and when it
+reaches raw, if raw stays.
 Pure, from the view, the runtime's smoothing state and its policy; the refresher adds it to the view
 (`RuntimeView.falling`) only for a runtime in the middle of a fall, so the usual refresh pays one comparison.
 """
@@ -40,12 +41,21 @@ def slow_fall(view: RuntimeView, state: SmoothState | None, tau_s: float, at: fl
     # state's last step (this refresh's, on the running clock).
     left = tau_s * math.log(gap / DESIRED_REPLICAS_SETTLE) - max(0.0, at - state.updated_at)
     left = max(0.0, left)
+    # The served value is the smoothed one rounded up, so it steps down a pod whenever the gap decays past the
+    # next whole pod above raw: the next step comes long before the fall's end (6 -> 5 after 71 s of a 1092 s fall
+    # to 2 at 300 s), and "served 6 until 1092 s" had an engineer lower scale_down_tau_s for no reason.
+    next_gap = served.value - 1.0 - served.raw
+    next_step = (left if next_gap <= DESIRED_REPLICAS_SETTLE else
+                 max(0.0, tau_s * math.log(gap / next_gap) - max(0.0, at - state.updated_at)))
+    then = f"then {served.value - 1:g}" + (", a pod at a time" if next_gap > DESIRED_REPLICAS_SETTLE else "")
     entry: dict[str, float | str] = {
         "smoothed": state.value,
         "scale_down_tau_s": tau_s,
+        "served_next_step_in_s": next_step,
         "served_reaches_raw_in_s": left,
         "why": (f"falling slowly to raw {served.raw:g} (scale_down_tau_s {tau_s:g} s, the adapter's slow "
-                f"scale-down; smoothed {state.value:.3g}, served rounded up): served {served.value:g} until about "
-                f"{left:.0f} s from this refresh, if raw stays {served.raw:g}; nothing holds it"),
+                f"scale-down; smoothed {state.value:.3g}, served rounded up): served {served.value:g} for about "
+                f"{next_step:.0f} s more, {then}; raw {served.raw:g} in about {left:.0f} s from this refresh, if "
+                f"raw stays; nothing holds it"),
     }
     return dataclasses.replace(view, falling={_DESIRED.value: entry})

@@ -147,3 +147,34 @@ def test_the_time_said_is_when_the_served_value_reaches_raw(tau_s: float, high: 
         assert left <= took < left + INTERVAL_S, (left, took)
 
     asyncio.run(run())
+
+
+async def test_a_fall_of_several_pods_says_when_the_served_value_next_steps_down() -> None:
+    """An outside tuning review: load worth 6 pods fell to 2 at the default 300 s, and /debug said `served 6 until
+    about 1101 s from this refresh`, though the 6 becomes 5 after about 86 s and keeps stepping down (2 is reached
+    at 1101 s). An engineer reading '18 minutes at 6 pods' lowered scale_down_tau_s with no need. Now the words
+    say when the next pod goes, and `served_next_step_in_s` holds it: the refresh that first serves 5 is the first
+    at or after it."""
+    runtime = Runtime(tau_s=300.0, rps=6 * RPS_TARGET)
+    for _ in range(3):
+        await runtime.after(INTERVAL_S)
+    runtime.source.rps = 2 * RPS_TARGET
+    document = await runtime.after(INTERVAL_S)
+    value = document["values"][DESIRED]
+    assert (value["value"], value["raw"]) == (6, 2), value
+    falling = document["falling"][DESIRED]
+    # By hand: the first refresh of the fall leaves smoothed at 2 + 4 e^(-15/300) = 5.805; the 6 becomes 5 once
+    # 2 + 3.805 e^(-t/300) <= 5: t = 300 ln(3.805 / 3) = 71 s; 2 is reached once the gap is 0.1: 300 ln(38.05) = 1092 s.
+    assert round(falling["served_next_step_in_s"]) == 71, falling
+    assert round(falling["served_reaches_raw_in_s"]) == 1092, falling
+    assert "served 6 for about 71 s more, then 5" in falling["why"], falling["why"]
+    assert "raw 2 in about 1092 s" in falling["why"], falling["why"]
+    took, seen = 0.0, []
+    while True:
+        document = await runtime.after(INTERVAL_S)
+        took += INTERVAL_S
+        seen.append(document)
+        if document["values"][DESIRED]["value"] == 5:
+            break
+        assert took < 1000, document
+    assert falling["served_next_step_in_s"] <= took < falling["served_next_step_in_s"] + INTERVAL_S, took
