@@ -26,6 +26,13 @@ whatever N, so that two runs of `--parses-only` differ by their reads alone:
 
     PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
         python bench/bench_modelmesh_text.py --parses-only 110 --models 200 --with-window
+
+`--memory` (with `--with-window`) says instead what the reads take in memory (tracemalloc: Python's own
+allocations, not the process's resident size, which tests/exporter/test_exporter_memory_limit.py measures):
+what a reading of `--models` models leaves held from read to read, and the most a later read adds while it
+parses and folds, each against the body's size, as a sidecar with tens of thousands of models reads them:
+
+    python bench/bench_modelmesh_text.py --with-window --memory --models 40000
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import random
 import sys
 import time
 import timeit
+import tracemalloc
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -126,6 +134,7 @@ def windowed_reader(bodies: list[str]) -> tuple[Callable[[], object], CounterWin
 def cold_read(text: str) -> object:
     """`parse_modelmesh` with no label text seen before."""
     modelmesh_text._NARROW._keys.clear()
+    modelmesh_text._NARROW._shared.clear()
     return parse_modelmesh(text)
 
 
@@ -140,6 +149,8 @@ def main() -> None:
     parser.add_argument("--with-window", action="store_true",
                         help="each read also folded into the exporter's load window (CounterWindow.add), a new "
                              f"body every {INTERVAL_S:g} s with its counts risen")
+    parser.add_argument("--memory", action="store_true",
+                        help="with --with-window: the memory the reads hold and add (tracemalloc), not their time")
     parser.add_argument("--bodies", type=int, default=BODIES, metavar="B",
                         help="with --with-window and --parses-only: bodies rendered before the reads, whatever N "
                              "(at least N + 1)")
@@ -167,7 +178,11 @@ def main() -> None:
 
 
 def windowed(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """`--with-window`: the reads counted (`--parses-only`) or timed against the parse alone."""
+    """`--with-window`: the reads counted (`--parses-only`), measured in memory (`--memory`) or timed against the
+    parse alone."""
+    if args.memory:
+        memory(args.models)
+        return
     if args.parses_only:
         if args.bodies < args.parses_only + 1:
             parser.error(f"--bodies {args.bodies} is too few for --parses-only {args.parses_only}: give at least "
@@ -190,6 +205,27 @@ def windowed(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         f"{rates.elapsed_s:g} s")
     print(f"{args.models} models ({len(bodies[-1]):,} bytes), a read every {INTERVAL_S:g} s: parse and window "
           f"{whole * 1e6:,.0f} µs, parse alone {parse * 1e6:,.0f} µs; the window read {served}")
+
+
+def memory(models: int) -> None:
+    """`--memory`: three reads (the first the baseline) of bodies rendered beforehand; what the first leaves held,
+    and the most the third adds over what the second left (the bodies, rendered before, not counted)."""
+    bodies = rising_bodies(models, 3)
+    size = len(bodies[-1])
+    read, _ = windowed_reader(bodies)
+    tracemalloc.start()
+    read()
+    held = tracemalloc.get_traced_memory()[0]
+    read()
+    before = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    read()
+    peak = tracemalloc.get_traced_memory()[1] - before
+    tracemalloc.stop()
+    mib = 1 << 20
+    print(f"{models:,} models ({size / mib:.1f} MiB body): held {held / mib:.1f} MiB ({held / size:.2f}x the "
+          f"body, {held / max(models, 1) / 1024:.2f} KiB a model); a read adds at most {peak / mib:.1f} MiB "
+          f"({peak / size:.2f}x the body)")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import modelmesh_fast, names
 from exporter.modelmesh_fast import Labels as Labels
-from exporter.modelmesh_fast import NarrowReader
+from exporter.modelmesh_fast import NarrowReader, TooManySeries
 
 # The counters the exporter follows, by the field name used in readings and totals.
 REQUESTS: Final = "requests"
@@ -44,6 +44,20 @@ _READ_LINE: Final = re.compile(
     "^(?:#|" + "|".join(re.escape(name) + r"[{ \t]" for name in SAMPLES_READ) + ").*$",
     re.MULTILINE)
 """A line `parse_modelmesh` reads: a comment, or a sample of a series it uses."""
+
+MAX_SERIES_READ: Final = 320_000
+"""The most series of those read (`SAMPLES_READ`) a body may hold: 80,000 models served by one method with one
+code (each a request count, a queue count and sum, a cache-miss count; some 32 MiB of ModelMesh's text, what the
+exporter reads of a body), half as many served by two of each. ModelMesh keeps a model's series for its
+container's life, and each series read is kept from read to read: the sidecar's memory limit is sized on a body of
+this many (manifests/examples/exporter-sidecar-patch.yaml; tests/exporter/test_exporter_memory_limit.py). A body
+of shorter lines fits more in the same bytes: past this bound it is refused, the last good values kept, and is
+not read on into an OOM kill at every read."""
+_TOO_MANY: Final = (
+    "more than {max:,} series of those the exporter reads, where it keeps at most {max:,} (a series per model, "
+    "method and code served since ModelMesh's container started: with per-model metrics on, some 80,000 models): "
+    "stopped reading, the last good values kept. Restarting the mm container starts its series anew; or turn "
+    "ModelMesh's per-model metrics off (MM_METRICS without per_model_metrics=true)")
 
 _MAX_LRU_AHEAD_S: Final = 3600.0
 """An LRU time further ahead than this is ModelMesh's "no model" (Long.MAX_VALUE ms), not a copy it stamped
@@ -106,7 +120,7 @@ class ModelMeshReading:
         return age if age > 0 else None
 
 
-def parse_modelmesh(text: str) -> ModelMeshReading:
+def parse_modelmesh(text: str, max_series: int = MAX_SERIES_READ) -> ModelMeshReading:
     """Extract what the exporter needs from ModelMesh's exposition text.
 
     A histogram without any series yet (no request since start: the invoke histogram is labelled, so it
@@ -118,17 +132,21 @@ def parse_modelmesh(text: str) -> ModelMeshReading:
 
     The text is read by the narrow reader (`exporter.modelmesh_fast`), which reads what ModelMesh writes, and
     with `prometheus_client`'s parser where it gives up (`parse_with_library`): the same reading either way.
+    A body of more than `max_series` series read is refused (`MAX_SERIES_READ`).
     """
-    reading = parse_narrowly(text)
-    return parse_with_library(text) if reading is None else reading
+    reading = parse_narrowly(text, max_series)
+    return parse_with_library(text, max_series) if reading is None else reading
 
 
-def parse_narrowly(text: str) -> ModelMeshReading | None:
+def parse_narrowly(text: str, max_series: int = MAX_SERIES_READ) -> ModelMeshReading | None:
     """`parse_modelmesh` by the narrow reader alone; None where it gives up: a line it does not know, a value
     the library's path refuses, or an instance gauge with several series (labelled: not ModelMesh's), whose
     last in the text it does not say."""
     _check_ends(text)
-    series = _NARROW.series(text)
+    try:
+        series = _NARROW.series(text, max_series)
+    except TooManySeries as error:
+        raise ScrapeFailure(names.REASON_PARSE, _TOO_MANY.format(max=max_series)) from error
     if series is None:
         return None
     counters = {field: series.get(name, {}) for name, field in _COUNTER_SAMPLES.items()}
@@ -143,15 +161,19 @@ def parse_narrowly(text: str) -> ModelMeshReading | None:
     return _reading(counters, gauges)
 
 
-def parse_with_library(text: str) -> ModelMeshReading:
+def parse_with_library(text: str, max_series: int = MAX_SERIES_READ) -> ModelMeshReading:
     """`parse_modelmesh` with `prometheus_client`'s parser alone: the fallback, and the reference the narrow
     reader is held to (the path before it)."""
     _check_ends(text)
+    read = 0
     counters: dict[str, dict[Labels, float]] = {field: {} for field in COUNTER_FIELDS}
     gauges: dict[str, float] = {}
     gauge_series: set[tuple[str, Labels]] = set()
     try:
         for family in text_string_to_metric_families(_lines_read(text)):
+            read += len(family.samples)
+            if read > max_series:
+                raise ScrapeFailure(names.REASON_PARSE, _TOO_MANY.format(max=max_series))
             for sample in family.samples:
                 field = _COUNTER_SAMPLES.get(sample.name)
                 if field is not None:
