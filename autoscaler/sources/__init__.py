@@ -1,8 +1,9 @@
 """Where the data comes from: pod discovery and metric sources.
 
 - `base`: the `PodDiscovery` and `MetricSource` interfaces.
-- `targets`: pods from a static targets file; `kube_pods`, `kube_watch`, `kube_deployments`, `kube_objects`:
-  pods and runtimes from the Kubernetes API (list + watch, through `autoscaler.kube`).
+- `targets`: pods from a static targets file; `kube_pods`, `kube_watch`, `kube_deployments` (with
+  `kube_deployment_reads`), `kube_objects`: pods and runtimes from the Kubernetes API (list + watch, through
+  `autoscaler.kube`).
 - `scrape`: the exporters scraped directly; `scrape_problems` keeps what fails for each pod (for /debug, and the
   log when it starts); `exposition` reads their text format into `PodSample`s.
 - `prometheus`: the same signals queried from Prometheus (or DCGM's series); `prometheus_promql` writes the
