@@ -43,7 +43,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                                      parser_class=_command_parser_class())
     serve = commands.add_parser("serve", help="run the external.metrics.k8s.io API server")
     if only in (None, "serve"):
-        from autoscaler.settings import SERVE_DESCRIPTION, add_serve_arguments
+        from autoscaler.serve_args import SERVE_DESCRIPTION, add_serve_arguments
 
         serve.description = SERVE_DESCRIPTION
         add_serve_arguments(serve)
@@ -168,7 +168,7 @@ def run_command(argv: list[str] | None) -> None:
         command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "serve":
         dropped = _drop_inherited_multiprocess_directory()
-        from autoscaler.settings import SettingsError, settings_from_args, unknown_variables
+        from autoscaler.serve_args import SettingsError, settings_from_args, unknown_variables
 
         try:
             settings = settings_from_args(args)

@@ -29,6 +29,7 @@ from autoscaler.log_lists import in_words
 from autoscaler.policies.config import ConfigError
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.runtimes_outside_namespaces import runtimes_outside_namespaces
+from autoscaler.serve_args import given_as
 from autoscaler.settings import ServeSettings
 from autoscaler.sources.targets import TargetsFileError, load_targets
 from exporter.listen import NO_SUCH_FAMILY, bind_listeners, listen_family, listen_fix
@@ -118,7 +119,7 @@ def _warn_settings_of_the_other_source(settings: ServeSettings) -> None:
     defaults = ServeSettings()
     unused, fix = ((_PROMETHEUS_ONLY, _how_scrape_was_chosen(settings)) if settings.source != "prometheus" else
                    (_SCRAPE_ONLY, "--source prometheus: the adapter reads Prometheus, not the exporters"))
-    given = [settings.given_as(_dest(name)) for name in unused if getattr(settings, name) != getattr(defaults, name)]
+    given = [given_as(settings, _dest(name)) for name in unused if getattr(settings, name) != getattr(defaults, name)]
     if given:
         names = in_words(given)
         log.warning("%s %s not used with %s", names, "is" if len(given) == 1 else "are", fix)
@@ -132,7 +133,7 @@ def _how_scrape_was_chosen(settings: ServeSettings) -> str:
     if where is None:
         return "--source scrape (the default): add --source prometheus to read Prometheus"
     if where.startswith("variable "):
-        return f"{settings.given_as('source')}=scrape: make it prometheus to read Prometheus"
+        return f"{given_as(settings, 'source')}=scrape: make it prometheus to read Prometheus"
     replaced = [item for item in settings.overridden if item.dest == "source"]
     earlier_flags = [f"--source {item.value}" for item in replaced if item.given_as.startswith("flag ")]
     if earlier_flags:

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 
 from autoscaler.actuation.writes_off import bridges_replicas, written_namespaces
 from autoscaler.model import RuntimeKey
+from autoscaler.serve_args import given_as
 from autoscaler.settings import ServeSettings
 
 
@@ -36,9 +37,9 @@ def runtimes_outside_namespaces(settings: ServeSettings, runtimes: Iterable[Runt
     outside = sorted({key for key in runtimes if key.namespace not in served})
     if not outside:
         return None
-    flag = settings.given_as("namespaces")
+    flag = given_as(settings, "namespaces")
     setting = namespaces_as_given(settings)
-    config = _as_given(settings.given_as("config"), str(settings.config))
+    config = _as_given(given_as(settings, "config"), str(settings.config))
     missing = sorted({key.namespace for key in outside})
     one = len(outside) == 1
     its, hpa = ("its", "HPA's") if one else ("their", "HPAs'")
@@ -71,7 +72,7 @@ def warnings_by_runtime(settings: ServeSettings, runtimes: Iterable[RuntimeKey])
 
 def namespaces_as_given(settings: ServeSettings) -> str:
     """`--namespaces team-a,team-b` (or `AUTOSCALER_NAMESPACES=...`): the setting as the user wrote it."""
-    return _as_given(settings.given_as("namespaces"), ",".join(written_namespaces(settings)))
+    return _as_given(given_as(settings, "namespaces"), ",".join(written_namespaces(settings)))
 
 
 def _as_given(name: str, value: str) -> str:

@@ -1,7 +1,7 @@
 """The values only `serve`'s flags take (worker counts, PromQL label names and matchers, Prometheus's URL, HTTP
 headers, namespace and object names, a certificate's DNS name), each checked by one converter that raises
 `argparse.ArgumentTypeError`, as the values both programs take are in `exporter.flag_values`: apart from
-`autoscaler.settings`, which keeps what the flags are (`ServeSettings` and the option table), so that a reader of
+`autoscaler.serve_options`, which keeps what the flags are (the option table), so that a reader of
 either finds one job.
 """
 

@@ -37,6 +37,7 @@ from autoscaler.refresher import Refresher, RefreshListener
 from autoscaler.running_clock import SourceWait
 from autoscaler.runtimes_outside_namespaces import namespaces_as_given, warnings_by_runtime
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.serve_args import given_as
 from autoscaler.serving_names import self_signed_hosts
 from autoscaler.settings import ServeSettings, is_loopback
 from autoscaler.sources.base import DiscoveryScopes, MetricSource, PodDiscovery
@@ -145,10 +146,10 @@ def source_wait(settings: ServeSettings) -> SourceWait:
     one read of it may wait (`ServeSettings.source_deadline_s`)."""
     if settings.source == "prometheus":
         return SourceWait(f"Prometheus at {without_password(settings.prometheus_url or '')}",
-                          f"{settings.given_as('prometheus_timeout')} {settings.prometheus_timeout_s:g} s",
+                          f"{given_as(settings, 'prometheus_timeout')} {settings.prometheus_timeout_s:g} s",
                           deadline_s=settings.source_deadline_s)
     return SourceWait("the scrape of the exporters",
-                      f"its deadline, {settings.given_as('refresh_interval')} {settings.refresh_interval_s:g} s",
+                      f"its deadline, {given_as(settings, 'refresh_interval')} {settings.refresh_interval_s:g} s",
                       deadline_s=settings.source_deadline_s)
 
 
@@ -196,7 +197,7 @@ class RefreshStack:
         self.refresher.costs_unwritten = unwritten_costs_warning(settings)
         if self.refresher.configured_warnings and settings.deletion_cost and isinstance(self.discovery, PodCostsSeen):
             self.refresher.costs_left_outside = CostsLeftOutside(
-                settings.given_as("namespaces"), namespaces_as_given(settings), self.discovery)
+                given_as(settings, "namespaces"), namespaces_as_given(settings), self.discovery)
         # the last of the listeners (`listen` adds the others before it): the serving workers get each refresh's
         # snapshot before the full collection the refresh may end with, not after it; what publishing leaves in
         # cycles is collected then, or after a later refresh

@@ -11,10 +11,12 @@ names the setting as the user gave it, the flag or the `AUTOSCALER_*` variable (
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Final
 
 from autoscaler.actuation.writes_off import why_nothing_is_written
 from autoscaler.log_lists import in_words
+from autoscaler.serve_args import given_as
 from autoscaler.settings import ServeSettings
 from autoscaler.sources.targets import TargetsFileError, load_targets
 from exporter.env_flags import overridden_said
@@ -40,7 +42,7 @@ LEASE: Final = ("leader_elect_lease_duration", "leader_elect_renew_deadline", "l
 def unused_settings(settings: ServeSettings) -> list[str]:
     """A warning for each group of given settings that these settings leave doing nothing."""
     given = {dest for dest, _ in settings.given_by}
-    said_as = settings.given_as  # `--flag` or `AUTOSCALER_FLAG`, as the user gave it
+    said_as = partial(given_as, settings)  # `--flag` or `AUTOSCALER_FLAG`, as the user gave it
     said = []
     if settings.insecure_dev and (names := [said_as(dest) for dest in AUTHENTICATION if dest in given]):
         said.append(f"{in_words(names)} {_does(names)} nothing with {said_as('insecure_dev')}, which serves without "
@@ -68,7 +70,7 @@ def unused_settings(settings: ServeSettings) -> list[str]:
         said.append(f"{said_as('refresh_nice')} does nothing with {said_as('workers')} 0: the refresh shares the one "
                     "process with serving, so there is no refresh process to lower; leave it out, or give "
                     "--workers 1 or more for serving processes that run ahead of the refresh")
-    return said + overridden_said(settings.overridden, settings.given_as)
+    return said + overridden_said(settings.overridden, said_as)
 
 
 def _plain_http_only(settings: ServeSettings) -> str | None:
@@ -76,7 +78,7 @@ def _plain_http_only(settings: ServeSettings) -> str | None:
     other than http, a targets file that does not read: `serve` names that one itself)."""
     if settings.targets is None:
         # `auto` (the default) scrapes a pod over https where its exporter port is named so: none is known yet
-        return f"{settings.given_as('exporter_scheme')} http" if settings.exporter_scheme == "http" else None
+        return f"{given_as(settings, 'exporter_scheme')} http" if settings.exporter_scheme == "http" else None
     try:
         runtimes = load_targets(settings.targets)
     except (TargetsFileError, OSError):

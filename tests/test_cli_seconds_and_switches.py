@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler import cli
-from autoscaler.settings import settings_from_args
+from autoscaler.serve_args import settings_from_args
 from exporter.settings import build_parser as exporter_parser
 from exporter.settings import parse_settings
 from tests.support.ports import free_port

@@ -19,7 +19,7 @@ from autoscaler import cli
 from autoscaler.names import POLICY_ANNOTATION_PREFIX
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.settings import env_variables
+from autoscaler.serve_args import env_variables
 from autoscaler.sources.targets import load_targets
 from exporter.settings import build_parser as exporter_parser
 from tests.support.kubectl import KUBECTL

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from autoscaler.cli import build_parser
-from autoscaler.settings import settings_from_args
+from autoscaler.serve_args import settings_from_args
 from tests.manifests.support import PROMETHEUS, load_yaml
 
 REPO = Path(__file__).resolve().parent.parent

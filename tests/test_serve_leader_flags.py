@@ -12,7 +12,7 @@ import pytest
 
 from autoscaler import cli
 from autoscaler.preflight import check_startup
-from autoscaler.settings import settings_from_args
+from autoscaler.serve_args import settings_from_args
 from tests.support.processes import TEST_PROCESS_ENV
 
 REPO = Path(__file__).resolve().parent.parent

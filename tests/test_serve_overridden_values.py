@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler import cli
-from autoscaler.settings import ServeSettings, settings_from_args
+from autoscaler.serve_args import settings_from_args
+from autoscaler.settings import ServeSettings
 from autoscaler.unused_settings import unused_settings
 
 SOURCES = st.sampled_from(["scrape", "prometheus", "PROMETHEUS", " scrape"])

@@ -15,7 +15,8 @@ import certifi
 import pytest
 
 from autoscaler import cli
-from autoscaler.settings import ServeSettings, SettingsError, env_variables, settings_from_args
+from autoscaler.serve_args import SettingsError, env_variables, settings_from_args
+from autoscaler.settings import ServeSettings
 
 TOKEN = Path(__file__).resolve().parent / "support" / "bearer-token"  # a token file as the kubelet mounts one
 

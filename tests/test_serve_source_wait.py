@@ -13,8 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler import cli
+from autoscaler.serve_args import settings_from_args
 from autoscaler.server import RefreshStack, source_wait
-from autoscaler.settings import ServeSettings, settings_from_args
+from autoscaler.settings import ServeSettings
 from tests.policies.builders import PROPERTIES
 
 

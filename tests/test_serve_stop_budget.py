@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from autoscaler import cli
-from autoscaler.settings import settings_from_args
+from autoscaler.serve_args import settings_from_args
 from autoscaler.stop_budget import say_stop_budget
 
 

@@ -90,7 +90,7 @@ def test_the_same_settings_where_they_apply_say_nothing_of_the_kind(tmp_path: Pa
 
 def test_every_setting_the_warnings_can_name_is_a_flag_of_serve() -> None:
     """The warnings name settings by their flags' dests: a renamed flag would never be named."""
-    from autoscaler.settings import env_variables
+    from autoscaler.serve_args import env_variables
     from autoscaler.unused_settings import AUTHENTICATION, LEASE
 
     assert {"AUTOSCALER_" + dest.upper() for dest in (*AUTHENTICATION, *LEASE)} <= set(env_variables())

@@ -23,7 +23,7 @@ from autoscaler.cli import build_parser
 from autoscaler.model import RuntimeKey
 from autoscaler.policies.aggregation import aggregate
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.settings import settings_from_args
+from autoscaler.serve_args import settings_from_args
 from autoscaler.sources.base import PodTarget
 from exporter.settings import parse_settings
 from tests.support.upgrade_sidecars import (

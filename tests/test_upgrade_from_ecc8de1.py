@@ -33,7 +33,8 @@ from autoscaler.model import RuntimeKey
 from autoscaler.policies.aggregation import aggregate
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.runtimes_outside_namespaces import runtimes_outside_namespaces
-from autoscaler.settings import ServeSettings, settings_from_args
+from autoscaler.serve_args import settings_from_args
+from autoscaler.settings import ServeSettings
 from autoscaler.sources.base import PodTarget
 from autoscaler.sources.kube_objects import RuntimeRecord, build_inventory, parse_pod
 from exporter.settings import parse_settings

@@ -9,10 +9,11 @@
 - `leader`: `coordination.k8s.io/v1` Lease election, in the style of client-go; its parts: `lease_timing` (the
   three durations, their margin and the client timeout it leaves), `lease_record` (the Lease on the wire, and
   as this replica last saw it), `lease_news` and `lease_said` (what the log says of a failover, in which words).
-- `bridge`: the RuntimeScale → `ServingRuntime.spec.replicas` bridge's loop and hand-over queue; `bridge_pass`
-  is its full pass (three lists a namespace, the hand-overs' turns between its RuntimeScales), and
-  `bridge_reconcile`, `bridge_status`, `bridge_watch`, `bridge_runtime_watch`, `bridge_owners`, `bridge_memory`,
-  `bridge_retries`, `bridge_news` its other parts, as the README's module table says.
+- `bridge`: the RuntimeScale → `ServingRuntime.spec.replicas` bridge's loop; `bridge_handovers` is its hand-over
+  queue (an HPA's write, a runtime set behind its back), `bridge_pass` its full pass (three lists a namespace, the
+  hand-overs' turns between its RuntimeScales), and `bridge_reconcile`, `bridge_status`, `bridge_watch`,
+  `bridge_runtime_watch`, `bridge_owners`, `bridge_memory`, `bridge_retries`, `bridge_news` its other parts, as
+  the README's module table says.
 - `actuator`: wires the writer and the elector into `serve` from its settings.
 
 May import `kube`, `policies`, `model`, `names`, `selfmetrics`, `settings` and `refresher`; never `api`.

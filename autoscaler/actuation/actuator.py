@@ -85,7 +85,8 @@ class DeletionCostActuator:
                 self.tasks.append(asyncio.create_task(watch.run(), name=f"runtimescale-watch-{watch.scope or 'all'}"))
             self.refresher.scale_asks = RuntimeScaleAsks(watches)
             # ServingRuntimes set behind the bridge's back are set back at once, not at the next full pass.
-            for runtimes in serving_runtime_watches(self.kube, self.bridge.scopes, self.bridge.runtime_changed):
+            for runtimes in serving_runtime_watches(self.kube, self.bridge.scopes,
+                                                    self.bridge.handovers.runtime_changed):
                 self.tasks.append(asyncio.create_task(
                     runtimes.run(), name=f"servingruntime-watch-{runtimes.scope or 'all'}"))
         if self.elector is not None:

@@ -67,7 +67,7 @@ class ScaleMemory:
     asked: tuple[str, int] | None = None
     """The ServingRuntime and spec.replicas its last reconcile set out to carry (before the write, which the
     watch may hand back before it is answered): a ServingRuntime event at another value is someone else's
-    (`ReplicaBridge.runtime_changed`), one at this value is the bridge's own write coming back, which starts
+    (`HandOvers.runtime_changed`), one at this value is the bridge's own write coming back, which starts
     nothing. None where it asks for nothing (no spec.replicas) or carries nothing (a duplicate)."""
     echoes_due: list[int] = field(default_factory=list)
     """Values written to `asked`'s runtime before `asked`, whose watch events may still be on their way (asks in
@@ -87,7 +87,7 @@ class ScaleMemory:
     refused_at: tuple[str, int | None] | None = None
     """The ServingRuntime and the spec.replicas it held when the last write to it failed: an event of that runtime
     at the same replicas (its controller's status and annotations) brings nothing its retry would not
-    (`ReplicaBridge.runtime_changed`)."""
+    (`HandOvers.runtime_changed`)."""
     misplaced: tuple[tuple[str, str], ...] = ()
     """The policy annotations on its runtime already warned about (they belong on the Deployment)."""
 

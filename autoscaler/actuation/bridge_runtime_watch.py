@@ -5,7 +5,7 @@ Why: the modelmesh-serving controller scales the runtime Deployment to `ServingR
 A `kubectl apply` of a manifest that still says `replicas: 2` while the HPA asks 6, a `kubectl edit`, or the
 runtime deleted and created again, put the Deployment at 2 (pods killed, models unloaded) until the bridge's
 next full pass set it back: up to the resync (15 s), longer under load. The bridge decides what to do with each
-runtime (`ReplicaBridge.runtime_changed`: only one whose replicas differ from what it carries is queued, so its
+runtime (`HandOvers.runtime_changed`: only one whose replicas differ from what it carries is queued, so its
 own writes, handed back here, start nothing).
 
 The list + watch is `autoscaler.kube.list_watch`'s, as the RuntimeScale watch's. A (re)list hands every runtime

@@ -56,7 +56,7 @@ def demo_interval(value: str) -> float:
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
-    """The demo's flags, checked as `serve` checks its own (`autoscaler.settings`): a value it cannot run with
+    """The demo's flags, checked as `serve` checks its own (`autoscaler.serve_args`): a value it cannot run with
     (`--pods 0`, `--duration nan`) is one line naming the flag and the value, before anything starts."""
     parser.add_argument("--duration", type=demo_duration, default=60.0, metavar="SECONDS",
                         help=f"seconds the scenario runs, {DEMO_DURATION_RANGE_S[0]:g} to "

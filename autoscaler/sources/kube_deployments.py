@@ -18,8 +18,9 @@ it started, and a later-started read wins, so neither puts back what the other a
 
 Nor can a runtime that appears: when discovering, pods of a runtime the table does not hold (a runtime applied
 again after a delete, as GitOps tools replace one, or a new one) ask for it by name (`discover_soon`), read as
-a list of the one name under the discovery label selector, so that the API server, not this module, decides
-whether that Deployment is a runtime. Before, it answered 404 until the resync (30 s by default).
+a list of the one name under the discovery label selector (`kube_deployment_reads`: how each Deployment is read),
+so that the API server, not this module, decides whether that Deployment is a runtime. Before, it answered 404
+until the resync (30 s by default).
 
 Logs go to pod discovery's logger (`autoscaler.sources.kube_pods`), the one operators filter on.
 """
@@ -30,26 +31,21 @@ import asyncio
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from functools import partial
-from typing import Any
 
 from kubernetes.aio.client import ApiClient
 
 from autoscaler.kube.backoff import FailuresInARow, unanswered
 from autoscaler.kube.errors import KubeApiError
-from autoscaler.kube.paths import DEPLOYMENTS, collection_endpoint, deployment_endpoint
-from autoscaler.kube.raw import Scope, read_json, scope_name
+from autoscaler.kube.raw import Scope, scope_name
 from autoscaler.kube.retry_guard import RetryGuard
 from autoscaler.kube.watch_health import LoopHealth, Watched, WatchHealth
 from autoscaler.log_lists import added_and_removed
 from autoscaler.model import RuntimeKey
-from autoscaler.names import SERVINGRUNTIME_DEPLOYMENT_PREFIX
 from autoscaler.source_problems import HPA_HOLDS
+from autoscaler.sources.kube_deployment_reads import DeploymentReads
 from autoscaler.sources.kube_objects import (
     RuntimeRecord,
-    deployment_key,
     fallback_selector,
-    parse_deployment,
     runtime_table,
 )
 from autoscaler.sources.reread_news import HELD, RereadNews
@@ -98,9 +94,9 @@ class DeploymentResync:
         self._static = tuple(static)
         self._discover = discover
         self._namespaces = namespaces
-        self._label_selector = label_selector
         self._resync_interval_s = resync_interval_s
-        self._request_timeout_s = request_timeout_s
+        self.deployments = DeploymentReads(label_selector=label_selector, request_timeout_s=request_timeout_s)
+        """How each Deployment is read (`kube_deployment_reads`)."""
         self._guard = RetryGuard(backoff, log=log, name="Kubernetes discovery: the resync of runtime Deployments")
         """The backoff cannot end the resync loop (`autoscaler.kube.retry_guard`)."""
         self._unanswered = None if unanswered_backoff is None else RetryGuard(
@@ -117,7 +113,6 @@ class DeploymentResync:
         """What the last resync failed with, by namespace (None: a read of all namespaces, or no client), for
         /debug, which shows an error only to runtimes of its namespace: another namespace's name and API error
         are no tenant's business."""
-        self._missing: set[RuntimeKey] = set()  # configured runtimes whose Deployment was not found
         self._reread_interval_s = reread_interval_s
         self._pending: dict[RuntimeKey, None] = {}  # runtimes to read by name, in the order asked
         self._wake = asyncio.Event()
@@ -204,11 +199,11 @@ class DeploymentResync:
         try:
             api = self._client()
             if key in self._static:
-                record: RuntimeRecord | None = await self._read_deployment(api, key)
+                record: RuntimeRecord | None = await self.deployments.read_deployment(api, key)
             elif looked_for:
-                record = await self._find_discovered(api, key)
+                record = await self.deployments.find_discovered(api, key)
             else:
-                record = await self._read_discovered(api, key)
+                record = await self.deployments.read_discovered(api, key)
         except Exception as error:
             log.debug("Kubernetes discovery: re-reading Deployment %s failed (left to the resync): %s", key, error)
             return
@@ -236,25 +231,6 @@ class DeploymentResync:
                 self._news.rescaled(key, current.replicas, record.replicas)
             self.runtimes[key] = record
             self._on_change()
-
-    async def _find_discovered(self, api: ApiClient, key: RuntimeKey) -> RuntimeRecord | None:
-        """Deployment `key` if discovery would list it (its labels match the selector), else None."""
-        listed = await self._list_deployments(api, key.namespace, name=key.deployment)
-        return next((runtime for runtime in listed if runtime.key == key), None)
-
-    async def _read_discovered(self, api: ApiClient, key: RuntimeKey) -> RuntimeRecord | None:
-        """A discovered runtime's Deployment by name; None when it is gone (removed at once: left to the resync,
-        it stayed a runtime with replicas and no pods, 503 "no ready pods" with a WARNING, for up to 30 s, and its
-        memory was kept for a Deployment created again under its name)."""
-        call = partial(deployment_endpoint(api, key.namespace, key.deployment),
-                       _request_timeout=self._request_timeout_s)
-        try:
-            document = await read_json(call, f"read Deployment {key}")
-        except KubeApiError as error:
-            if error.status == 404:
-                return None
-            raise
-        return parse_deployment(document, key)
 
     async def run(self, first_attempt: asyncio.Event) -> None:
         """Re-read Deployments every `resync_interval_s`; sooner, with backoff, after a failure.
@@ -312,7 +288,7 @@ class DeploymentResync:
         started = self._reads
         fresh: dict[RuntimeKey, RuntimeRecord] = {}
         errors: dict[Scope, Exception] = {}
-        reads = [self._read_deployment(api, key) for key in self._static]
+        reads = [self.deployments.read_deployment(api, key) for key in self._static]
         for key, outcome in zip(self._static, await asyncio.gather(*reads, return_exceptions=True), strict=True):
             if isinstance(outcome, Exception):
                 errors.setdefault(key.namespace, outcome)
@@ -323,7 +299,7 @@ class DeploymentResync:
         if self._discover:
             for namespace in self._namespaces if self._namespaces is not None else (None,):
                 try:
-                    listed = await self._list_deployments(api, namespace)
+                    listed = await self.deployments.list_deployments(api, namespace)
                 except Exception as error:
                     errors.setdefault(namespace, error)
                     continue
@@ -356,41 +332,3 @@ class DeploymentResync:
             self.runtimes = fresh
             self._on_change()
         return errors
-
-    async def _read_deployment(self, api: ApiClient, key: RuntimeKey) -> RuntimeRecord:
-        what = f"read Deployment {key}"
-        call = partial(deployment_endpoint(api, key.namespace, key.deployment),
-                       _request_timeout=self._request_timeout_s)
-        try:
-            document = await read_json(call, what)
-        except KubeApiError as error:
-            if error.status != 404:
-                raise
-            if key not in self._missing:
-                self._missing.add(key)
-                hint = ("" if key.deployment.startswith(SERVINGRUNTIME_DEPLOYMENT_PREFIX) else
-                        f"; ModelMesh names a runtime's Deployment {SERVINGRUNTIME_DEPLOYMENT_PREFIX}<ServingRuntime>: "
-                        f"for the ServingRuntime {key.deployment}, write "
-                        f"deployment: {SERVINGRUNTIME_DEPLOYMENT_PREFIX}{key.deployment}")
-                log.warning("Kubernetes discovery: configured runtime %s has no Deployment (yet)%s", key, hint)
-            return RuntimeRecord(key, fallback_selector(key))
-        self._missing.discard(key)
-        return parse_deployment(document, key)
-
-    async def _list_deployments(self, api: ApiClient, namespace: Scope, name: str | None = None) -> list[RuntimeRecord]:
-        """The runtimes among the Deployments of `namespace` (None: all), by the discovery label selector; with
-        `name`, only that one (a field selector), for `discover_soon`."""
-        options: dict[str, Any] = {
-            "label_selector": self._label_selector,
-            "_request_timeout": self._request_timeout_s,
-        }
-        if name is not None:
-            options["field_selector"] = f"metadata.name={name}"
-        call = partial(collection_endpoint(api, DEPLOYMENTS, namespace), **options)
-        document = await read_json(call, f"list Deployments in {scope_name(namespace)}")
-        runtimes = []
-        for item in document.get("items") or []:
-            key = deployment_key(item)
-            if key is not None:
-                runtimes.append(parse_deployment(item, key))
-        return runtimes

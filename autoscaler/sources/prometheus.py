@@ -12,8 +12,9 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
 `reason` and chains the library's exception as its cause; it never leaves `collect()`):
 
 - the backend fails as a whole (connection refused, timeout, HTTP error, a body that is not the expected
-  JSON, or no series at all for the inventory's pods while Ready pods exist): every snapshot of that refresh
-  says `source_ok=False` and carries each pod's **last good** `PodSample`, never zeros, so the policies hold.
+  JSON, or no series at all for the inventory's pods while Ready pods exist, `prometheus_round_pods`): every
+  snapshot of that refresh says `source_ok=False` and carries each pod's **last good** `PodSample`, never zeros,
+  so the policies hold.
   No series at all right after answers that had them is no outage for up to HOLD_LIMIT_S
   (`prometheus_empty_answer`): asked again at once, then every pod's last sample held with `source_ok` True,
   the likely causes logged once per run; past the limit it is the outage, saying them.
@@ -52,8 +53,8 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
   (`prometheus_modelmesh_failing`). That query's failure is counted by its reason and said at debug level only.
 
 - a refresh shows what Prometheus's `--query.lookback-delta` or the exporters' scrape interval would cause (no
-  series, a pod's series gone, a stale sample): `prometheus_lookback` measures both once and says what does not
-  fit; not an error.
+  series, a pod's series gone, a stale sample; `prometheus_round_pods.pod_to_check`): `prometheus_lookback`
+  measures both once and says what does not fit; not an error.
 
 - the recent-models query alone fails: the refresh is good, every pod read this refresh has `recent_models` None
   (the unique-copy term drops out; nothing is lowered for it). Counted by its reason, logged once until it
@@ -102,7 +103,6 @@ from autoscaler.sources.prometheus_other_pod import OtherPods
 from autoscaler.sources.prometheus_partial import PartialAnswers
 from autoscaler.sources.prometheus_pods import PodReadings
 from autoscaler.sources.prometheus_promql import (
-    FRESHNESS,
     RECENT_MODELS_WINDOW_S,
     GpuSource,
     PodRef,
@@ -110,14 +110,12 @@ from autoscaler.sources.prometheus_promql import (
     build_queries,
 )
 from autoscaler.sources.prometheus_reader import Answers, PrometheusReader
+from autoscaler.sources.prometheus_round_pods import pod_to_check, seen_pods
 from autoscaler.sources.prometheus_unseen import UnseenRuntimes
-from exporter import names
 from exporter.flag_values import without_password
 
 log = logging.getLogger(__name__)
 
-KIND_UNLABELLED = "empty, series without the labels"
-"""The `PrometheusSourceError.kind` of an empty answer whose series lack the namespace or pod label."""
 
 class PrometheusSource(SourceDefaults):
     """A `MetricSource` that reads the exporters' series from Prometheus instead of scraping pods."""
@@ -322,71 +320,28 @@ class PrometheusSource(SourceDefaults):
         asked once more at once (`prometheus_empty_answer`: behind a load balancer, another replica may answer)."""
         try:
             answers = await self._reader.read_all()
-            return answers, self._seen_pods(answers, inventory)
+            return answers, seen_pods(answers, inventory, self._reader, namespace_label=self._ns_label,
+                                  pod_label=self._pod_label)
         except PrometheusSourceError as error:
             if not self._empty.retries(error, now):
                 raise
             log.debug("Prometheus answered empty after good answers; asking again at once: %s", error.detail)
         answers = await self._reader.read_all()
-        return answers, self._seen_pods(answers, inventory)
+        return answers, seen_pods(answers, inventory, self._reader, namespace_label=self._ns_label,
+                                  pod_label=self._pod_label)
 
     async def _check_scrapes(self, inventory: Mapping[RuntimeKey, RuntimeInventory], seen: set[PodRef],
                              now: float) -> None:
-        """`prometheus_lookback` where a round that reached Prometheus shows what its settings would cause: no
-        series at all (an empty answer), none for a Ready pod it had them for before (unless the answer said it was
-        partial, which says why), or a pod whose sample is already stale; on a pod the round
-        answered for, else on a Ready one. A healthy round asks nothing more."""
-        ready = [(key.namespace, pod.name) for key, runtime in inventory.items() for pod in runtime.pods if pod.ready]
-        sampled = (self._last[ref].sampled_at for ref in seen if ref in self._last)
-        stale = any(now - at > self._lookback.max_staleness_s for at in sampled if at is not None)
-        lost = not self._reader.warnings and any(ref not in seen and ref in self._last and ref not in self._other_pods
-                                                 for ref in ready)
-        if seen and not stale and not lost:
-            return
-        pod = min(seen) if seen else min(ready, default=None)
+        """`prometheus_lookback` where a round that reached Prometheus shows what its settings would cause, on the
+        pod `pod_to_check` names. A healthy round asks nothing more."""
+        pod = pod_to_check(inventory, seen, self._last, self._other_pods, partial=bool(self._reader.warnings),
+                           max_staleness_s=self._lookback.max_staleness_s, now=now)
         if pod is None:
             return
         series = self._matchers.exporter_series(  # the series with the pod's signals (`prometheus_lookback`)
             NEWEST_SCRAPE_SERIES, f"{self._ns_label}={promql_string(pod[0])}",
             f"{self._pod_label}={promql_string(pod[1])}")
         await self._lookback.run(self._reader, pod, series, now)
-
-    def _seen_pods(
-        self, answers: Mapping[str, Mapping[PodRef, str]], inventory: Mapping[RuntimeKey, RuntimeInventory]
-    ) -> set[PodRef]:
-        """Inventory pods with a freshness series, less those whose exporter names another pod
-        (`prometheus_other_pod`); none at all while Ready pods exist is an outage (not where Prometheus has series
-        for them, from other pods' exporters or from exporters that say they cannot read ModelMesh: those pods say
-        so)."""
-        freshness, other = answers[FRESHNESS], self._reader.other_pods
-        pods = [(key.namespace, pod) for key, runtime in inventory.items() for pod in runtime.pods]
-        seen = {(ns, pod.name) for ns, pod in pods if (ns, pod.name) in freshness and (ns, pod.name) not in other}
-        failing = self._reader.failing or {}  # pods whose exporters say why they have no series
-        if seen or any((ns, pod.name) in other or (ns, pod.name) in failing for ns, pod in pods):
-            return seen
-        if any(pod.ready for _, pod in pods) and self._reader.unlabelled:
-            raise PrometheusSourceError(
-                REASON_EMPTY,
-                f"no {names.LAST_SUCCESS_TIMESTAMP} or {names.REQUESTS_PER_SECOND} series for any of {len(pods)} "
-                f"known pods: Prometheus has them, but without a {self._ns_label} or {self._pod_label} label (its "
-                "relabelling names them otherwise: kubernetes_namespace and kubernetes_pod_name with the classic "
-                "kubernetes_sd_configs one); give the names with --prometheus-namespace-label and "
-                "--prometheus-pod-label",
-                # A kind of its own: an outage that began empty (the adapter started before the first scrape) says
-                # this advice once when it becomes true, where its line said only `0 series with other labels`.
-                KIND_UNLABELLED,
-            )
-        if any(pod.ready for _, pod in pods):
-            raise PrometheusSourceError(
-                REASON_EMPTY,
-                f"no {names.LAST_SUCCESS_TIMESTAMP} or {names.REQUESTS_PER_SECOND} series for any of "
-                f"{len(pods)} known pods ({len(freshness)} series with other {self._ns_label}/"
-                f"{self._pod_label} labels): is Prometheus scraping the exporters, with those labels? (Other label "
-                "names: --prometheus-namespace-label, --prometheus-pod-label; with prometheus-operator, does the "
-                "Prometheus object select the PodMonitor? kube-prometheus-stack selects only those labelled "
-                "release: <its Helm release>; are its targets up, or does a NetworkPolicy keep it from port 9187?)",
-            )
-        return seen
 
     def _forget_vanished(self, inventory: Mapping[RuntimeKey, RuntimeInventory]) -> None:
         """Drop memory of pods discovery no longer lists, so it stays bounded as pods come and go."""

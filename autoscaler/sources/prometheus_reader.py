@@ -8,11 +8,10 @@ Deadline: one per refresh (`begin_refresh`), one round's (`round_deadline_s`), s
 scrape-interval check's reads after it (`sample_times`, `flags`): the stall limit and the late-refresh line count
 on a refresh waiting on Prometheus no longer. A check's read that it cuts raises `OutOfTime`.
 
-Errors: every failure of the library or of an answer's shape is a `PrometheusSourceError` with one of the
-REASON_* values (the library's exception chained as its cause; what a proxy or gateway answered instead of
-the query API is said by `prometheus_answers`), and fails the whole round: partial answers would be worse
-than none. A well-shaped series with a garbage value is not an error here; `samples.valid_value`
-tells the source, which leaves only that signal absent.
+Errors: every failure of the library (`prometheus_request`) or of an answer's shape is a `PrometheusSourceError`
+with one of the REASON_* values, and fails the whole round: partial answers would be worse than none. A
+well-shaped series with a garbage value is not an error here; `samples.valid_value` tells the source, which leaves
+only that signal absent.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ import asyncio
 import concurrent.futures
 import functools
 import logging
-import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -29,8 +27,6 @@ from pathlib import Path
 from typing import Any, Final, TypeVar, cast
 
 import requests
-import urllib3
-from prometheus_api_client.exceptions import PrometheusApiClientException
 from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
@@ -38,14 +34,10 @@ from autoscaler.sources.cuttable_http import CuttableAdapter
 from autoscaler.sources.exposition import clock_offset
 from autoscaler.sources.prometheus_answers import (
     REASON_CONNECT,
-    REASON_HTTP,
     REASON_PARSE,
     REASON_TIMEOUT,
     PrometheusSourceError,
     check_answer,
-    not_json,
-    not_sent,
-    tls_failed,
 )
 from autoscaler.sources.prometheus_deadline import round_deadline_s
 from autoscaler.sources.prometheus_instant import CLOCK_QUERY, evaluation_time, pinned
@@ -54,6 +46,7 @@ from autoscaler.sources.prometheus_modelmesh_failing import MODELMESH_FAILING, R
 from autoscaler.sources.prometheus_no_gpu import is_marker
 from autoscaler.sources.prometheus_other_pod import answered
 from autoscaler.sources.prometheus_promql import RECENT_MODELS, PodRef, SignalQuery
+from autoscaler.sources.prometheus_request import ask
 from exporter import names
 from exporter.flag_values import without_password
 from exporter.pod_identity import PodIdentity
@@ -380,28 +373,8 @@ class PrometheusReader:
         return labels[self._ns_label], labels[self._pod_label], labels.get(names.MODEL_ID_LABEL, "")
 
     def _request(self, promql: str, params: dict[str, str]) -> Any:
-        """The library call, with every exception it can raise turned into a PrometheusSourceError."""
-        try:
-            return self._client.custom_query(promql, params=params)
-        except PrometheusSourceError:  # from `check_answer`: said already
-            raise
-        except requests.exceptions.JSONDecodeError as error:  # before RequestException and ValueError: it is both
-            raise not_json(self.url, error) from error
-        except requests.exceptions.SSLError as error:  # before ConnectionError, which it is
-            raise tls_failed(self.url, error) from error
-        except requests.exceptions.Timeout as error:  # before ConnectionError: ConnectTimeout is both
-            raise PrometheusSourceError(REASON_TIMEOUT, f"{self.shown_url}: {_without_query(error)}") from error
-        except (requests.exceptions.ConnectionError, requests.exceptions.RetryError) as error:
-            reason = REASON_TIMEOUT if _timed_out(error) else REASON_CONNECT
-            raise PrometheusSourceError(reason, f"{self.shown_url}: {_without_query(error)}") from error
-        except PrometheusApiClientException as error:
-            raise PrometheusSourceError(REASON_HTTP, f"{self.shown_url}: {error}") from error
-        except (ValueError, KeyError, TypeError) as error:  # JSONDecodeError is a ValueError
-            raise PrometheusSourceError(REASON_PARSE, f"{self.shown_url}: {error!r}") from error
-        except requests.exceptions.RequestException as error:
-            raise PrometheusSourceError(REASON_CONNECT, f"{self.shown_url}: {error!r}") from error
-        except OSError as error:  # after requests' own, which are OSErrors too; raised before anything was sent
-            raise not_sent(self.url, error, self._ca_file) from error
+        """One request of the query API (`prometheus_request.ask`): its failures are `PrometheusSourceError`s."""
+        return ask(self._client, promql, params, url=self.url, shown_url=self.shown_url, ca_file=self._ca_file)
 
     def _pod_key(self, labels: Mapping[str, str]) -> PodRef:
         return labels[self._ns_label], labels[self._pod_label]
@@ -451,20 +424,3 @@ def _answer_or_error(outcome: T | BaseException | None,
         return None, PrometheusSourceError(REASON_PARSE, f"{query}: {outcome!r}")
     return outcome, None
 
-
-_QUERY_STRING: Final = re.compile(r"(/api/v1/query)\?[^\s)'\"]*")
-
-
-def _without_query(error: Exception) -> str:
-    """The error's text with the URL-encoded PromQL left out of the URLs it quotes (urllib3 quotes the whole
-    request URL, about 1.5 KB for the freshness query); the error's chained cause keeps everything."""
-    return _QUERY_STRING.sub(r"\1?...", str(error))
-
-
-def _timed_out(error: requests.exceptions.RequestException) -> bool:
-    """True when requests reports urllib3 retries that ran out on read timeouts as a ConnectionError.
-
-    (Only ReadTimeoutError: urllib3's NewConnectionError, a refused connection, subclasses its TimeoutError.)
-    """
-    reason = getattr(error.args[0], "reason", None) if error.args else None
-    return isinstance(reason, urllib3.exceptions.ReadTimeoutError)

@@ -140,7 +140,7 @@ class PlayedWatch:
 
     def __init__(self, kube: FakeKubeApi, bridge: ReplicaBridge, resource: str = "runtimescales") -> None:
         self._kube, self._bridge, self._resource = kube, bridge, resource
-        self._hand = bridge.wake if resource == "runtimescales" else bridge.runtime_changed
+        self._hand = bridge.wake if resource == "runtimescales" else bridge.handovers.runtime_changed
         self._seen = int(kube.resource_version)
 
     def _unseen(self) -> list[JSON]:
@@ -298,7 +298,7 @@ async def running(kube: FakeKubeApi, kube_client: KubeClient, bridge: ReplicaBri
                   runtimes: int) -> AsyncIterator[None]:
     """The bridge run by its watches, as in the adapter, until every runtime is at the fleet's 3 replicas."""
     tasks = [asyncio.create_task(RuntimeScaleWatch(kube_client, NS, bridge.wake).run()),
-             asyncio.create_task(ServingRuntimeWatch(kube_client, NS, bridge.runtime_changed).run())]
+             asyncio.create_task(ServingRuntimeWatch(kube_client, NS, bridge.handovers.runtime_changed).run())]
     try:
         await kube.wait_for_watches(1, "runtimescales")
         await kube.wait_for_watches(1, "servingruntimes")

@@ -56,8 +56,9 @@ class HandedOver:
 
     def __init__(self, bridge: ReplicaBridge, monkeypatch: pytest.MonkeyPatch) -> None:
         self.seen: list[tuple[str, str, str]] = []
-        for resource, method in (("runtimescales", "wake"), ("servingruntimes", "runtime_changed")):
-            monkeypatch.setattr(bridge, method, partial(self._handed, resource, getattr(bridge, method)))
+        for resource, owner, method in (("runtimescales", bridge, "wake"),
+                                        ("servingruntimes", bridge.handovers, "runtime_changed")):
+            monkeypatch.setattr(owner, method, partial(self._handed, resource, getattr(owner, method)))
 
     def _handed(self, resource: str, told: Callable[[JSON | None], None], obj: JSON | None = None) -> None:
         if obj is not None:
@@ -223,7 +224,7 @@ async def test_an_older_role_without_watch_falls_back_to_the_pass_with_one_warni
                    and r.status == 403)
 
     bridge = ReplicaBridge(kube_client, namespaces=[NS, "ops"], settings=BridgeSettings(resync_interval_s=1.0))
-    watches = serving_runtime_watches(kube_client, bridge.scopes, bridge.runtime_changed,
+    watches = serving_runtime_watches(kube_client, bridge.scopes, bridge.handovers.runtime_changed,
                                       backoff_base_s=0.05, backoff_cap_s=0.05)
     with caplog.at_level(logging.INFO, "autoscaler.actuation.bridge"):
         tasks = [asyncio.create_task(RuntimeScaleWatch(kube_client, NS, bridge.wake).run()),

@@ -16,7 +16,8 @@ from aiohttp import web
 
 from autoscaler.api.app import build_api_app
 from autoscaler.api.connections import ConnectionLimits, GuardedSite
-from autoscaler.settings import ServeSettings, settings_from_args
+from autoscaler.serve_args import settings_from_args
+from autoscaler.settings import ServeSettings
 from tests.api.builders import KEY, Pki, refresher_with, runtime_view
 from tests.support.ports import machine_has_ipv6
 from tests.support.processes import free_port

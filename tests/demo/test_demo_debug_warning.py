@@ -14,7 +14,7 @@ import pytest
 from autoscaler.actuation.writes_off import unwritten_costs_warning
 from autoscaler.cli import build_parser
 from autoscaler.demo.fleet import DemoFleet
-from autoscaler.settings import settings_from_args
+from autoscaler.serve_args import settings_from_args
 
 
 def test_the_demo_adapters_warning_says_the_demo_removes_its_pods_by_these_costs(

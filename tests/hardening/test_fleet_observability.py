@@ -31,7 +31,7 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
 from autoscaler.runtime_gauges import RuntimeGauge
 from autoscaler.selfmetrics import AdapterMetrics
-from autoscaler.settings import settings_from_args
+from autoscaler.serve_args import settings_from_args
 from autoscaler.sources.base import PodTarget, RuntimeInventory, SourceDefaults
 from autoscaler.sources.kube_pods import KubePodDiscovery
 from autoscaler.sources.scrape import ScrapeSource

@@ -29,7 +29,8 @@ from autoscaler.cli import build_parser as autoscaler_parser
 from autoscaler.names import API_GROUP, API_VERSION, SERVINGRUNTIME_DEPLOYMENT_PREFIX, ServedMetric
 from autoscaler.policies.config import parse_policy_book
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.settings import ServeSettings, settings_from_args
+from autoscaler.serve_args import settings_from_args
+from autoscaler.settings import ServeSettings
 from exporter.settings import ExporterSettings, parse_settings
 from tests.manifests.support import (
     BASE,

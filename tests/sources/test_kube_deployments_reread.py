@@ -27,8 +27,8 @@ class SlowCluster:
         self.list_gate, self.get_gate = asyncio.Event(), asyncio.Event()
         self.list_gate.set()
         self.get_gate.set()
-        resync._list_deployments = self.list  # type: ignore[method-assign]
-        resync._read_discovered = self.get  # type: ignore[method-assign]
+        resync.deployments.list_deployments = self.list  # type: ignore[method-assign]
+        resync.deployments.read_discovered = self.get  # type: ignore[method-assign]
 
     def record(self) -> RuntimeRecord:
         return RuntimeRecord(KEY, fallback_selector(KEY), self.replicas)

@@ -18,8 +18,8 @@ from aiohttp import web
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler import cli
+from autoscaler.serve_args import settings_from_args
 from autoscaler.server import build_source
-from autoscaler.settings import settings_from_args
 from exporter import names
 from tests.fakes.prometheus import PrometheusServer, Sample
 from tests.sources.conftest import StartPrometheus

@@ -20,8 +20,8 @@ import pytest
 import trustme
 
 from autoscaler import cli
+from autoscaler.serve_args import settings_from_args
 from autoscaler.server import build_source
-from autoscaler.settings import settings_from_args
 from autoscaler.sources.prometheus import PrometheusSource
 from tests.sources.test_prometheus_probe_backends import empty_prometheus_over_tls, warnings
 from tests.sources.test_prometheus_source import discovery

@@ -20,8 +20,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from autoscaler import cli
+from autoscaler.serve_args import settings_from_args
 from autoscaler.server import build_source
-from autoscaler.settings import settings_from_args
 from tests.fakes.prometheus import PrometheusServer, create_blocks, openmetrics_text
 from tests.sources.test_prometheus_lookback_hints import scrapes_every
 from tests.sources.test_prometheus_probe_backends import warnings

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from autoscaler import cli
+from autoscaler.serve_args import settings_from_args
 from autoscaler.server import build_source
-from autoscaler.settings import settings_from_args
 from exporter import names
 from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
 from tests.sources.test_prometheus_probe_backends import warnings

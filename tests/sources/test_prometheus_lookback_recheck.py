@@ -19,8 +19,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from autoscaler import cli
+from autoscaler.serve_args import settings_from_args
 from autoscaler.server import build_source
-from autoscaler.settings import settings_from_args
 from exporter import names
 from tests.fakes.prometheus import PrometheusServer
 from tests.sources.test_prometheus_probe_backends import warnings

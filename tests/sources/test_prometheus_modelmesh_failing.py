@@ -19,8 +19,8 @@ from autoscaler import cli
 from autoscaler.kube.timestamps import rfc3339
 from autoscaler.model import RuntimeKey
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.serve_args import settings_from_args
 from autoscaler.server import build_source
-from autoscaler.settings import settings_from_args
 from autoscaler.source_problems import REASON_GARBAGE
 from autoscaler.sources import prometheus as source_module
 from autoscaler.sources.base import SourceProblem

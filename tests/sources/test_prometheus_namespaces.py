@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from autoscaler import cli
 from autoscaler.model import PodSample, RuntimeSnapshot
+from autoscaler.serve_args import settings_from_args
 from autoscaler.server import build_discovery, build_source, policy_book
-from autoscaler.settings import settings_from_args
 from autoscaler.sources.prometheus_matchers import one_of
 from tests.fakes.kube import FakeKubeApi
 from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text

@@ -26,8 +26,8 @@ from pytest_aiohttp import AiohttpServer
 from autoscaler import cli
 from autoscaler.api.certs import generate_self_signed, server_context
 from autoscaler.model import RuntimeKey, RuntimeSnapshot
+from autoscaler.serve_args import settings_from_args
 from autoscaler.server import build_source
-from autoscaler.settings import settings_from_args
 from autoscaler.sources.base import PodTarget, RuntimeInventory
 from autoscaler.sources.prometheus import PrometheusSource
 from autoscaler.sources.prometheus_instant import CLOCK_QUERY

@@ -13,8 +13,8 @@ from dataclasses import replace
 import pytest
 
 from autoscaler import cli
+from autoscaler.serve_args import settings_from_args
 from autoscaler.server import build_source
-from autoscaler.settings import settings_from_args
 from tests.fakes.prometheus import Sample
 from tests.sources.conftest import StartPrometheus
 from tests.sources.static_discovery import StaticDiscovery

@@ -27,8 +27,8 @@ from pytest_aiohttp import AiohttpServer
 from autoscaler import cli
 from autoscaler.api.certs import generate_self_signed, server_context
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
+from autoscaler.serve_args import settings_from_args
 from autoscaler.server import build_source
-from autoscaler.settings import settings_from_args
 from autoscaler.sources import prometheus as source_module
 from autoscaler.sources.base import MetricSource
 from autoscaler.sources.prometheus import PrometheusSource
