@@ -65,7 +65,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                     f"SECONDS is {SECONDS_FORMS}; a switch's off form (--plot for --no-plot) turns it off.",
     )
     if only in (None, "simulate"):
-        from autoscaler.simulation.cli import add_simulate_arguments
+        from autoscaler.simulation.simulate_args import add_simulate_arguments
 
         add_simulate_arguments(simulate)
     return parser
