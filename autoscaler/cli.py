@@ -202,7 +202,7 @@ def run_command(argv: list[str] | None) -> None:
         except (StartupError, PreflightError, OSError, ValueError) as error:
             _refuse_start(error, settings.log_level)
     elif args.command == "demo":
-        from autoscaler.demo.run import run_demo
+        from autoscaler.demo.command import run_demo
 
         logging.basicConfig(level="INFO", format=LOG_FORMAT)
         sys.exit(run_demo(args))
