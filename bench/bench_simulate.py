@@ -34,7 +34,10 @@ from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy
 from autoscaler.simulation.report import plot_timeline
 from autoscaler.simulation.run_size import sizing
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
-from autoscaler.simulation.trace import Trace, buckets, read_csv, synthetic, write_csv
+from autoscaler.simulation.synthetic_trace import synthetic
+from autoscaler.simulation.trace import Trace, read_csv
+from autoscaler.simulation.trace_buckets import buckets
+from autoscaler.simulation.trace_write import write_csv
 
 
 def main() -> None:

@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from autoscaler.simulation.engine import Oracle, PolicyResult
     from autoscaler.simulation.policies import SkewAwarePolicy
     from autoscaler.simulation.report import RunInfo
-    from autoscaler.simulation.trace import Buckets, Trace
+    from autoscaler.simulation.trace import Trace
+    from autoscaler.simulation.trace_buckets import Buckets
 
 ERROR: Final = f"{PROG} simulate: error: "
 """How a run's error starts: as argparse starts the errors of the flags (`autoscaler.cli`), so that every error of
@@ -89,7 +90,8 @@ def _synthetic(args: argparse.Namespace, name: str) -> Any:
 def _load_trace(args: argparse.Namespace, warn: Callable[[str], None]) -> tuple[Trace, str]:
     """The trace and how the report names it; `warn`: what the reading says before it is done (a file too big for
     the memory left: on stderr only), on a line of its own under a bar left short of its end."""
-    from autoscaler.simulation.trace import read_csv, synthetic
+    from autoscaler.simulation.synthetic_trace import synthetic
+    from autoscaler.simulation.trace import read_csv
 
     def warn_now(message: str) -> None:
         ProgressBar.end_line()
@@ -141,7 +143,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from autoscaler.simulation.cluster import ClusterShape
     from autoscaler.simulation.engine import oracle, simulate
     from autoscaler.simulation.report import build_report, plot_timeline, timeline_title
-    from autoscaler.simulation.trace import buckets
+    from autoscaler.simulation.trace_buckets import buckets
 
     trace, source = _load_trace(args, say)
     for note in trace.notes:

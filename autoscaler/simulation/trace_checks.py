@@ -117,7 +117,7 @@ def step_notes(trace: Trace, lines: np.ndarray, stretches: Sequence[CoarseStretc
 
 def spread_coarse_rows(trace: Trace, stretches: Sequence[CoarseStretch]) -> Trace:
     """`trace` with each row of `stretches` split into `every` rows of equal requests, one an interval, so that it
-    is replayed at its own step: the replay spreads a row's requests over one interval (`trace.buckets`), the
+    is replayed at its own step: the replay spreads a row's requests over one interval (`trace_buckets.buckets`), the
     trace's finest. The total is kept; the trace's end moves to the end of a last coarse row."""
     if not stretches:
         return trace
