@@ -142,7 +142,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from autoscaler.simulation.advice import HPA_WINDOW
     from autoscaler.simulation.cluster import ClusterShape
     from autoscaler.simulation.engine import oracle, simulate
-    from autoscaler.simulation.report import build_report, plot_timeline, timeline_title
+    from autoscaler.simulation.report import build_report
+    from autoscaler.simulation.report_text import timeline_title
+    from autoscaler.simulation.timeline_plot import plot_timeline
     from autoscaler.simulation.trace_buckets import buckets
 
     trace, source = _load_trace(args, say)
@@ -350,7 +352,8 @@ def _out_of_memory_advice(args: argparse.Namespace) -> str:
 def _print_summary(args: argparse.Namespace, report: dict[str, Any]) -> None:
     """The table and notes on stdout, flushed here so that a reader that has gone shows as BrokenPipeError."""
     from autoscaler.simulation.advice import advice_text
-    from autoscaler.simulation.report import BASELINE, bound_text, cache_text, goal_text, table
+    from autoscaler.simulation.report import BASELINE
+    from autoscaler.simulation.report_text import bound_text, cache_text, goal_text, table
     from autoscaler.simulation.stuck_baseline import stuck_text
 
     print(table(report))

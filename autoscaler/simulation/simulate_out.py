@@ -43,7 +43,7 @@ def _text(path: Path, text: str) -> None:
 def write_report(out: Path, report: dict[str, Any], plot: Callable[[Path], None] | None) -> None:
     """The report's files, put in place together or not at all (outputs.py); a write that fails (a full disk)
     is one line naming the file, not a traceback."""
-    from autoscaler.simulation.report import json_text, markdown
+    from autoscaler.simulation.report_text import json_text, markdown
 
     try:
         write_together(out, {"report.json": lambda path: _text(path, json_text(report)),

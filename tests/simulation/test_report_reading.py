@@ -23,8 +23,10 @@ from autoscaler.simulation.engine import simulate
 from autoscaler.simulation.figures import hours_column
 from autoscaler.simulation.goal import judge
 from autoscaler.simulation.policies import FixedPolicy
-from autoscaler.simulation.report import COLORS, Counted, goal_text, timeline_figure, timeline_title
+from autoscaler.simulation.report import Counted
+from autoscaler.simulation.report_text import goal_text, timeline_title
 from autoscaler.simulation.synthetic_trace import synthetic
+from autoscaler.simulation.timeline_plot import COLORS, timeline_figure
 from autoscaler.simulation.trace_buckets import buckets
 from tests.simulation.runs import SIMULATE
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.simulation.figures import hours_text
-from autoscaler.simulation.report import bound_text
+from autoscaler.simulation.report_text import bound_text
 from autoscaler.simulation.trace import read_csv
 from tests.simulation.runs import CONVERT_FAILED, FAILED, HEADER, convert, report, run_module, simulate, write_trace
 
