@@ -7,7 +7,7 @@ its index, exports keep what a trace does not need; `notes` says which), a byte-
 interval (1 s to 10 min) is inferred as the smallest gap between distinct timestamps, and every timestamp
 must sit on that grid (lost scrapes, rows without a value, refine it only where they fill a finer grid:
 lost_grid.py); rows of a stretch at a coarser step (an export whose step changed partway) are split into rows of
-the interval, so that each is replayed over its own step (trace_checks.py's `spread_coarse_rows`), and times
+the interval, so that each is replayed over its own step (coarse_steps.py's `spread_coarse_rows`), and times
 with a float's noise in their last digits are read rounded to the millisecond.
 
 Opening the file and what one field may hold: trace_file.py; what the rows as a whole are warned about or
@@ -31,10 +31,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from autoscaler.simulation.coarse_steps import coarse_stretches, spread_coarse_rows, step_notes
 from autoscaler.simulation.local_time import repeated_hour_problem
 from autoscaler.simulation.lost_grid import finer_grid
 from autoscaler.simulation.memory_room import MemoryWatch
 from autoscaler.simulation.missing_intervals import missing_notes
+from autoscaler.simulation.off_grid import off_grid_problem
 from autoscaler.simulation.scrape_times import scatter_problem
 from autoscaler.simulation.silent_models import silent_model_notes
 from autoscaler.simulation.standard_input import STDIN as STDIN  # its importers keep their import
@@ -43,15 +45,11 @@ from autoscaler.simulation.standard_input import input_name, opened
 from autoscaler.simulation.timestamps import moment_text, zoneless
 from autoscaler.simulation.trace_checks import (
     QUIET_GAP_S,
-    coarse_stretches,
     counter_notes,
     gap_notes,
     interval_problem,
     mostly_gap,
-    off_grid_problem,
     repeated_problem,
-    spread_coarse_rows,
-    step_notes,
     stray_allowance,
     strays,
 )
