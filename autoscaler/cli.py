@@ -65,7 +65,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                     f"SECONDS is {SECONDS_FORMS}; a switch's off form (--plot for --no-plot) turns it off.",
     )
     if only in (None, "simulate"):
-        from autoscaler.simulation.cli import add_simulate_arguments
+        from autoscaler.simulation.simulate_args import add_simulate_arguments
 
         add_simulate_arguments(simulate)
     return parser
@@ -202,7 +202,7 @@ def run_command(argv: list[str] | None) -> None:
         except (StartupError, PreflightError, OSError, ValueError) as error:
             _refuse_start(error, settings.log_level)
     elif args.command == "demo":
-        from autoscaler.demo.run import run_demo
+        from autoscaler.demo.command import run_demo
 
         logging.basicConfig(level="INFO", format=LOG_FORMAT)
         sys.exit(run_demo(args))

@@ -31,10 +31,13 @@ from autoscaler.simulation.cluster import ClusterShape
 from autoscaler.simulation.cluster_flag_values import cache_models, pod_rps
 from autoscaler.simulation.engine import PolicyResult, oracle, simulate
 from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy, max_bound
-from autoscaler.simulation.report import plot_timeline
 from autoscaler.simulation.run_size import sizing
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
-from autoscaler.simulation.trace import Trace, buckets, read_csv, synthetic, write_csv
+from autoscaler.simulation.synthetic_trace import synthetic
+from autoscaler.simulation.timeline_plot import plot_timeline
+from autoscaler.simulation.trace import Trace, read_csv
+from autoscaler.simulation.trace_buckets import buckets
+from autoscaler.simulation.trace_write import write_csv
 
 
 def main() -> None:

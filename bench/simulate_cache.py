@@ -38,7 +38,8 @@ from autoscaler.simulation.figures import ratio_text  # noqa: E402
 from autoscaler.simulation.goal import judge  # noqa: E402
 from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy  # noqa: E402
 from autoscaler.simulation.run_size import sizing  # noqa: E402
-from autoscaler.simulation.trace import buckets, synthetic  # noqa: E402
+from autoscaler.simulation.synthetic_trace import synthetic  # noqa: E402
+from autoscaler.simulation.trace_buckets import buckets  # noqa: E402
 from bench.simulate_shapes import MIN_REPLICAS, parse_variant  # noqa: E402
 
 GAP_EDGES = (60.0, 600.0, 3600.0)  # seconds: under a minute, within target_lru_age_s, within the hour, beyond

@@ -43,7 +43,8 @@ from autoscaler.simulation.report import MOVED_WORDS
 from autoscaler.simulation.run_size import peak_need, sizing
 from autoscaler.simulation.shapes import SHAPES
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
-from autoscaler.simulation.trace import buckets, synthetic
+from autoscaler.simulation.synthetic_trace import synthetic
+from autoscaler.simulation.trace_buckets import buckets
 
 MIN_REPLICAS = 2
 

@@ -282,7 +282,8 @@ def test_simulate_never_advises_a_min_replicas_above_the_policy_files_max_replic
     stopped at once: "defaults: max_replicas must be null or >= min_replicas ..., got 4; min_replicas is 6". The
     step stops at the policy's own max."""
     from autoscaler.policies.config_file import load_policy_book
-    from autoscaler.simulation.trace import synthetic, write_csv
+    from autoscaler.simulation.synthetic_trace import synthetic
+    from autoscaler.simulation.trace_write import write_csv
 
     # its first 6 hours, the daily cycle's night: quiet, delays missed
     write_csv(synthetic(models=200, hours=6.0, mean_rps=40.0), tmp_path / "day.csv")

@@ -19,7 +19,7 @@ OTHER_NAME = re.compile(r"migrated loads?\b", re.I)
 
 
 def test_the_cli_s_table_calls_them_moved_by_scale_down() -> None:
-    from autoscaler.simulation.report import table
+    from autoscaler.simulation.report_text import table
 
     policy = {"pod_hours": 1.0, "delayed_requests": 0, "delayed_ratio": 0.0, "cold_loads": 3,
               "avoidable_cold_loads": 0, "migrated_loads": 7, "overloaded_seconds": 0.0, "scale_events": 1}

@@ -34,7 +34,7 @@ def spare(pid: int) -> None:
 
 def adopt_orphans() -> bool:
     """Have the processes orphaned below this one handed to it (Linux); whether they will be. Only the demo's own
-    process calls it (`run.run_demo`), where every child is the demo's: `stop_adopted` stops them all."""
+    process calls it (`command.run_demo`), where every child is the demo's: `stop_adopted` stops them all."""
     global _adopting
     if sys.platform.startswith("linux") and not _adopting:
         with contextlib.suppress(OSError, AttributeError):

@@ -15,163 +15,37 @@ the processes, and the story was over before the adapter served anything (`first
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import contextlib
-import math
-import shutil
-import signal
 import sys
-import tempfile
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import aiohttp
 
 from autoscaler.demo.arguments import DEMO_MAX_PODS
 from autoscaler.demo.average_blind_spot import blind_spot_line
-from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, PROCESS_STOP_S, DemoFleet, DemoPod
+from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, DemoFleet, DemoPod
 from autoscaler.demo.hot_model import hot_model_pods, pod_loads
-from autoscaler.demo.orphans import adopt_orphans, spare
 from autoscaler.demo.pod_costs import costs_on_pods
 from autoscaler.demo.removals import removal_preview, scale_down
+from autoscaler.demo.report_lines import POD_TABLE_HEADER, RATE_PER_POD, average_hpa_line, pod_table_row, served_value
 from autoscaler.demo.scale_reasons import served_replicas, why_scaled
+from autoscaler.demo.scenario import DEMO_BEHAVIOR, DESIRED, PHASES, SCALE_DOWN_TAU_S, TARGET_RPS_PER_POD, Phase
 from autoscaler.demo.short_run import StoryProgress, not_shown
-from autoscaler.demo.workdir_janitor import Janitor
-from autoscaler.log_lists import in_words
 from autoscaler.names import GROUP_VERSION, ServedMetric
-from autoscaler.simulation.hpa import (
-    Behavior,
-    HorizontalPodAutoscaler,
-    HpaPod,
-    HpaSpec,
-    MetricSpec,
-    ScalingPolicy,
-    ScalingRules,
-    count_per_pod,
-)
+from autoscaler.simulation.hpa import HorizontalPodAutoscaler, HpaPod, HpaSpec
 from autoscaler.simulation.hpa_manifest import describe_behavior
 
-TARGET_RPS_PER_POD = 100.0
-SCALE_DOWN_TAU_S = 5.0
 HPA_SYNC_S = 2.0
 ADAPTER_TIMEOUT_S = 2.0
 """How long the demo waits for each answer of its adapter and exporters (the metrics API, /debug, /metrics): within
 one HPA sync. The adapter answers in milliseconds even with 2 cores busy; past this, the scale line says the reason
 is unknown this time (`scale_reasons.why_scaled`) rather than hold the HPA's loop back."""
-DESIRED = MetricSpec(ServedMetric.DESIRED_REPLICAS.value, "External", "AverageValue", 1.0)
-DEMO_BEHAVIOR = Behavior(
-    scale_up=ScalingRules(0, "Max", (ScalingPolicy("Percent", 100, 2), ScalingPolicy("Pods", 4, 2))),
-    scale_down=ScalingRules(0, "Max", (ScalingPolicy("Percent", 100, 2),)),
-)
-"""The shipped behavior (no scale-down window of its own; 100% or 4 pods per 15 s up), periods compressed."""
 
 
 class DemoError(Exception):
     """The demo cannot go on (its adapter stopped); the message says why, in one line."""
-
-
-@dataclass(frozen=True)
-class Phase:
-    starts_at: float  # fraction of the demo's duration, counted from the adapter's first served value
-    title: str
-    background_per_pod: float  # req/s per initial pod, spread over every Ready pod
-    hot: float  # req/s of one hot model: on the oldest pod, and its copies on the added pods (`hot_model`)
-    # Waits for the pods still starting (the scale-up's, on a slow machine): the drop that came while they
-    # started had them removed first, as the ReplicaSet removes a pod not Ready before any other, and the demo
-    # never showed the replicas it went up to. And for the adapter to rank them: a Ready pod without a deletion
-    # cost is read as 0, and was removed first all the same.
-    waits_for_starting_pods: bool = False
-
-
-PHASES = (
-    Phase(0.0, "even load: 90 req/s per pod (target 100)", 90, 0),
-    # The hot model's 300 req/s come with the rest falling to 30 per pod: 330, 30, 30, 30 average 105, within an
-    # average HPA's tolerance of the target, while one pod runs at three times it (docs/design.md, Why not the
-    # average). On top of 90 per pod the average rose too, and the two differed by a pod.
-    Phase(0.2, "a hot model lands on the oldest pod: 300 req/s for it, the other models' 120 spread over every pod",
-          30, 300),
-    Phase(0.5, "traffic drops: the HPA brings pods down slowly, least-needed first", 10, 30,
-          waits_for_starting_pods=True),
-)
-
-
-POD_COLUMNS = ("true req/s", "exporter req/s", "deletion cost", "models only it served")
-POD_TABLE_HEADER = "  pod     " + "".join(f"   {heading}" for heading in POD_COLUMNS)
-
-
-def pod_table_row(name: str, true_rps: float, exporter_rps: float | None, cost: int | None, unique: int | None,
-                  ready: bool) -> str:
-    """One pod's line of the table, each value right-aligned under the end of its heading; `-` for what is not
-    known yet (an exporter that has not answered, a pod the adapter has not ranked)."""
-    cells = (f"{true_rps:.0f}", "-" if exporter_rps is None else f"{exporter_rps:.1f}",
-             "-" if cost is None else str(cost), "-" if unique is None else str(unique))
-    row = f"  {name:8}" + "".join(f"   {cell:>{len(heading)}}" for cell, heading in zip(cells, POD_COLUMNS,
-                                                                                          strict=True))
-    return row if ready else f"{row}  (starting)"
-
-
-RATE_PER_POD = MetricSpec("modelmesh_pod_requests_per_second", "Pods", "AverageValue", TARGET_RPS_PER_POD)
-"""The comparison the demo prints: an HPA on the exporters' per-pod request rate, a `Pods` metric."""
-
-
-def average_hpa_line(pods: Sequence[HpaPod], rates: Mapping[str, float], spec: HpaSpec) -> str | None:
-    """What an HPA on the pods' average rate would do, as the Kubernetes HPA counts it (`count_per_pod`): a Ready
-    pod without a rate yet and a pod still starting count as 0 on a scale-up, and where that turns the scale-up
-    into a scale-down the HPA keeps its replicas; held to the demo HPA's minReplicas and maxReplicas (which the
-    adapter's value is held to as well). The mean is the one the count used, over the pods it names, so the
-    number of pods follows from it; it averaged only the pods with a rate, and right after a scale-up said
-    "would want 7 pods (mean 136 req/s per pod, target 100)" at 8 replicas. None while no Ready pod has a rate."""
-    count = count_per_pod(RATE_PER_POD, rates, len(pods), pods, spec.tolerances)
-    if count is None:
-        return None
-    wants = min(spec.max_replicas, max(spec.min_replicas, count.proposal))
-    target = RATE_PER_POD.target
-    starting = {p.name for p in pods if not p.ready}
-    counted = count.counted
-    mean = f"{count.ratio * target:.0f} req/s per pod"
-    if count.filled or len(counted) < len(pods):
-        mean += f" over {len(counted)} pods"
-        # One value for all that are filled in: 0 on a scale-up, the target on a scale-down.
-        if count.filled:
-            mean += f", {_pods_named(list(count.filled), starting)} counted as {max(count.filled.values()):.0f}"
-        if left_out := [p.name for p in pods if p.name not in counted]:
-            mean += f", {_pods_named(left_out, starting)} left out"
-    said = [f"mean {mean}"]
-    if count.held == "reversed":
-        measured = sum(count.measured.values()) / len(count.measured)
-        said = [f"mean {measured:.0f} req/s per pod over the {len(count.measured)} with a rate, but {mean}: no "
-                f"{'scale-up' if measured > target else 'scale-down'} then, so the HPA keeps the replicas"]
-    elif count.held == "tolerance" and math.ceil(count.ratio * len(counted) - 1e-9) != count.proposal:
-        said.append(f"within the HPA's tolerance of the target, so it keeps {count.proposal}")
-    said.append(f"target {target:.0f}, replicas {spec.min_replicas}..{spec.max_replicas}")
-    return (f"  an HPA on the average would {'keep' if count.held == 'reversed' else 'want'} {wants} "
-            f"pod{'' if wants == 1 else 's'} ({('; ' if ',' in said[0] or len(said) > 2 else ', ').join(said)})")
-
-
-def _pods_named(names: list[str], starting: set[str]) -> str:
-    """`demo-5, demo-6 (no rate yet) and demo-7 (starting)`: why each pod has no rate of its own."""
-    groups = [(f"{', '.join(group)} ({why})") for why, group in (
-        ("no rate yet", [n for n in names if n not in starting]), ("starting", [n for n in names if n in starting]))
-        if group]
-    return in_words(groups)
-
-
-def served_value(metric: ServedMetric, answered: tuple[int, dict[str, Any]] | None) -> tuple[str, float | None]:
-    """(what to print, the value or None when the API did not serve one) from its answer (`Demo.answer`)."""
-    if answered is None:
-        return "starting", None
-    status, body = answered
-    if status == 503 and metric is ServedMetric.GPU_BUSY:
-        return "n/a (no GPU on the fake pods)", None
-    if status != 200:
-        return f"{status} {body.get('reason', '')}", None
-    raw = str(body["items"][0]["value"])
-    value = int(raw.removesuffix("m")) / 1000 if raw.endswith("m") else float(raw)
-    return f"{value:g}", value
 
 
 class Demo:
@@ -526,75 +400,3 @@ class Demo:
                               max_replicas=self.spec.max_replicas, initial=self.initial, desired=shown,
                               tau_s=SCALE_DOWN_TAU_S):
             print(f"\n[{self.elapsed():4.0f}s] {line}")
-
-
-STOPPING_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-async def _run_until_signalled(demo: Demo) -> int:
-    """Run the demo; Ctrl-C, SIGTERM or SIGHUP (even where the shell set SIGINT to be ignored, as it does for
-    background jobs; SIGHUP: a terminal closed, an SSH session dropped) cancels it, and cancelling stops every
-    process it started."""
-    task = asyncio.current_task()
-    assert task is not None
-    loop = asyncio.get_running_loop()
-
-    def stop() -> None:
-        # Only the first signal cancels: a second Ctrl-C while the processes are being stopped would cancel
-        # the stopping itself and leave them running.
-        if not task.cancelling():
-            task.cancel()
-
-    for signum in STOPPING_SIGNALS:
-        loop.add_signal_handler(signum, stop)
-    try:
-        await demo.run()
-    except asyncio.CancelledError:
-        with contextlib.suppress(OSError):  # a terminal hung up: nowhere to say it
-            print("\ninterrupted: every process stopped.")
-        return 130
-    except DemoError as error:
-        print(f"demo: {error}; every process stopped; their log is kept in {demo.workdir}/processes.log",
-              file=sys.stderr)
-        return 1
-    finally:
-        for signum in STOPPING_SIGNALS:
-            loop.remove_signal_handler(signum)
-    return 0
-
-
-def run_demo(args: argparse.Namespace) -> int:
-    if args.max_pods is not None and args.max_pods < args.pods:  # each alone is checked by its flag's type
-        print(f"modelmesh-autoscaler demo: error: --max-pods ({args.max_pods}) must be at least --pods "
-              f"({args.pods}): the HPA's maxReplicas cannot be below the replicas the demo starts with",
-              file=sys.stderr)
-        return 2
-    # From here Ctrl-C is the demo's: KeyboardInterrupt removes the directory, then the loop's handler stops
-    # what it started (`autoscaler.cli` ended the start at once until now).
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    # The adapter's own processes (its worker, multiprocessing's resource tracker) outlive it by a moment, or for
-    # good where it is killed: handed to this process, they are stopped with the rest (`fleet.DemoFleet.running`).
-    adopt_orphans()
-    # The directory goes when the demo ends or is interrupted, but not when it failed: the first line pointed the
-    # user to its log, and that log holds the reason.
-    directory = Path(tempfile.mkdtemp(prefix="modelmesh-demo-"))
-    failed, janitor = True, None
-    try:
-        # Killed with SIGKILL, the demo removes nothing: the janitor does, once the processes the demo told it of
-        # have ended on their parent-death signal (`parent_death`); a little past their own stop time, as the demo
-        # gives them.
-        janitor = Janitor(directory, PROCESS_STOP_S + 5)
-        spare(janitor.pid)
-        demo = Demo(args.pods, args.duration, args.interval, directory, args.max_pods, args.start_timeout)
-        demo.fleet.on_start = janitor.watch
-        code = asyncio.run(_run_until_signalled(demo))
-        failed = code == 1
-        return code
-    except KeyboardInterrupt:
-        failed = False
-        raise
-    finally:
-        if not failed:
-            shutil.rmtree(directory, ignore_errors=True)
-        if janitor is not None:
-            janitor.release()

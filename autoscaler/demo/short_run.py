@@ -3,7 +3,7 @@
 `demo --pods 1 --duration 15` showed the scale-up and tables of the traffic drop, then "demo finished", with no
 scale-down and no word why: the adapter's served value falls slowly on purpose (its scale-down time constant, the
 one slow-down rail), and the run ended while it fell. How long that takes depends on the machine (how soon the pods
-a scale-up started are Ready and ranked, `run.Phase.waits_for_starting_pods`), so no `--duration` is refused for
+a scale-up started are Ready and ranked, `scenario.Phase.waits_for_starting_pods`), so no `--duration` is refused for
 it: the end of the run says what it did not show, and why, and what `--duration` would.
 """
 

@@ -22,7 +22,8 @@ from autoscaler.simulation.hpa import SYNC_PERIOD_S
 from autoscaler.simulation.idle_watch import BucketUse, IdleWatch
 from autoscaler.simulation.loading import LoadWaits
 from autoscaler.simulation.policies import SimPolicy
-from autoscaler.simulation.trace import Bucket, Trace
+from autoscaler.simulation.trace import Trace
+from autoscaler.simulation.trace_buckets import Bucket
 
 Progress = Callable[[int, int], None]
 """Called with (buckets done, buckets in all)."""

@@ -1,4 +1,4 @@
-"""Request traces: the CSV users bring (`timestamp_s,model,requests`) and a synthetic generator.
+"""Request traces: the CSV users bring (`timestamp_s,model,requests`), read and checked.
 
 A trace row says how many requests arrived for one model in the interval starting at `timestamp_s`. The
 three columns are found by name, in any order (converters write their own), others left out (pandas writes
@@ -7,18 +7,13 @@ its index, exports keep what a trace does not need; `notes` says which), a byte-
 interval (1 s to 10 min) is inferred as the smallest gap between distinct timestamps, and every timestamp
 must sit on that grid (lost scrapes, rows without a value, refine it only where they fill a finer grid:
 lost_grid.py); rows of a stretch at a coarser step (an export whose step changed partway) are split into rows of
-the interval, so that each is replayed over its own step (trace_checks.py's `spread_coarse_rows`), and times
-with a float's noise in their last digits are read rounded to the millisecond. The simulator replays a trace in
-*buckets*: the trace's own intervals when they are at least one tick long (requests spread evenly within each),
-else ticks that add several intervals up.
-
-The generator draws the shapes the shipped defaults are tuned on (docs/design.md): Zipf popularity (a few hot
-models, a long tail), a daily cycle, bursts on random models (a cold model turning hot is exactly the skew
-a plain mean hides), and churn (models that appear and go quiet). It is seeded, so a run repeats exactly.
+the interval, so that each is replayed over its own step (coarse_steps.py's `spread_coarse_rows`), and times
+with a float's noise in their last digits are read rounded to the millisecond.
 
 Opening the file and what one field may hold: trace_file.py; what the rows as a whole are warned about or
 refused for (gaps, a changed step, a counter's running total, two time origins): trace_checks.py; a table of
-a row per model and a column per minute (Azure Functions' trace as it comes): trace_minutes.py.
+a row per model and a column per minute (Azure Functions' trace as it comes): trace_minutes.py. The replay's
+buckets: trace_buckets.py; a trace written back: trace_write.py; the synthetic generator: synthetic_trace.py.
 """
 
 from __future__ import annotations
@@ -33,34 +28,28 @@ import sys
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TextIO, overload
 
 import numpy as np
 
+from autoscaler.simulation.coarse_steps import coarse_stretches, spread_coarse_rows, step_notes
 from autoscaler.simulation.local_time import repeated_hour_problem
 from autoscaler.simulation.lost_grid import finer_grid
 from autoscaler.simulation.memory_room import MemoryWatch
 from autoscaler.simulation.missing_intervals import missing_notes
-from autoscaler.simulation.rate_check import RATE_CHECK_S
+from autoscaler.simulation.off_grid import off_grid_problem
 from autoscaler.simulation.scrape_times import scatter_problem
-from autoscaler.simulation.shapes import SHAPE_PRESETS, Shape
 from autoscaler.simulation.silent_models import silent_model_notes
 from autoscaler.simulation.standard_input import STDIN as STDIN  # its importers keep their import
 from autoscaler.simulation.standard_input import STDIN_NAME as STDIN_NAME
 from autoscaler.simulation.standard_input import input_name, opened
-from autoscaler.simulation.synthetic_size import check_synthetic_size
-from autoscaler.simulation.timestamps import moment_text, seconds_text, zoneless
+from autoscaler.simulation.timestamps import moment_text, zoneless
 from autoscaler.simulation.trace_checks import (
     QUIET_GAP_S,
-    coarse_stretches,
     counter_notes,
     gap_notes,
     interval_problem,
     mostly_gap,
-    off_grid_problem,
     repeated_problem,
-    spread_coarse_rows,
-    step_notes,
     stray_allowance,
     strays,
 )
@@ -88,8 +77,7 @@ from autoscaler.simulation.trace_file import (
 from autoscaler.simulation.trace_head import sampled
 from autoscaler.simulation.trace_minutes import MINUTE_S, read_minutes
 
-__all__ = ["HEADER", "MAX_INTERVAL_S", "MIN_INTERVAL_S", "Bucket", "Buckets", "Trace", "TraceError", "buckets",
-           "fitting_tick", "from_rows", "read_csv", "synthetic", "write_csv"]
+__all__ = ["HEADER", "MAX_INTERVAL_S", "MIN_INTERVAL_S", "Trace", "TraceError", "from_rows", "read_csv"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,85 +104,6 @@ class Trace:
     def rate_per_interval(self) -> np.ndarray:
         """Total requests per second in each interval."""
         return np.bincount(self.slot, weights=self.requests, minlength=self.intervals) / self.interval_s
-
-
-@dataclass(frozen=True, slots=True)
-class Bucket:
-    """What arrives in one bucket: per model with requests, the rate in requests per second."""
-
-    models: list[int]
-    rates: list[float]
-
-
-def fitting_tick(interval_s: float, tick_s: float) -> float:
-    """The tick nearest `tick_s` (the larger on a tie) that divides `interval_s` or that it divides, at most
-    ModelMesh's rate check (longer ticks are warned about), for the message that asks for one."""
-    candidates = {round(interval_s * k, 6) for k in range(1, 601)} | {round(interval_s / k, 6) for k in range(1, 601)}
-    fitting = [t for t in candidates if 0.001 <= t <= RATE_CHECK_S]
-    whole = [t for t in fitting if t == int(t)] or fitting  # a whole number of seconds where one fits
-    return min(whole or [interval_s], key=lambda t: (abs(t - tick_s), -t))
-
-
-def buckets(trace: Trace, tick_s: float) -> tuple[float, Buckets]:
-    """(bucket length in seconds, buckets in time order) for replay with ticks of `tick_s`. Where a tick adds
-    several intervals up and the trace is no whole number of ticks long, the last bucket holds the intervals
-    left, its requests spread over the whole tick: the replay counts pods only up to the trace's end
-    (`engine.simulate`'s `duration_s`)."""
-    ratio = trace.interval_s / tick_s
-    if ratio >= 1.0:
-        if abs(ratio - round(ratio)) > 1e-9:
-            raise TraceError(f"the trace interval ({trace.interval_s:g} s) is not a multiple of --tick "
-                             f"({tick_s:g} s); choose a --tick that divides it, e.g. --tick "
-                             f"{fitting_tick(trace.interval_s, tick_s):g}")
-        length, group = trace.interval_s, 1
-    else:
-        inverse = tick_s / trace.interval_s
-        if abs(inverse - round(inverse)) > 1e-9:
-            raise TraceError(f"--tick ({tick_s:g} s) is not a multiple of the trace interval "
-                             f"({trace.interval_s:g} s); choose a --tick that it divides, e.g. --tick "
-                             f"{fitting_tick(trace.interval_s, tick_s):g}")
-        length, group = tick_s, round(inverse)
-    count = math.ceil(trace.intervals / group)
-    key = trace.slot // group
-    key *= len(trace.models)
-    key += trace.model
-    order = np.argsort(key, kind="stable")
-    key = key[order]  # sorted: each (bucket, model) starts where the key changes
-    first = np.flatnonzero(np.diff(key, prepend=-1))
-    sums = np.add.reduceat(trace.requests[order], first) if len(first) else np.zeros(0)
-    busy = sums > 0.0
-    uniq, sums = key[first[busy]], sums[busy]
-    bounds = np.searchsorted(uniq // len(trace.models), np.arange(count + 1))
-    return length, Buckets(bounds, uniq % len(trace.models), sums / length)
-
-
-class Buckets(Sequence[Bucket]):
-    """The replay's buckets as packed arrays, each Bucket made when the replay reaches it: made all at once and
-    kept for every policy, a week of 2,000 models at 60 s took 1.6 GB of Python numbers."""
-
-    def __init__(self, bounds: np.ndarray, models: np.ndarray, rates: np.ndarray) -> None:
-        self._bounds, self._models, self._rates = bounds.tolist(), models, rates
-
-    def __len__(self) -> int:
-        return len(self._bounds) - 1
-
-    @overload
-    def __getitem__(self, index: int) -> Bucket: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Bucket]: ...
-
-    def __getitem__(self, index: int | slice) -> Bucket | list[Bucket]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if not -len(self) <= index < len(self):
-            raise IndexError(index)
-        index %= len(self)
-        a, b = self._bounds[index], self._bounds[index + 1]
-        return Bucket(self._models[a:b].tolist(), self._rates[a:b].tolist())
-
-    def __iter__(self) -> Iterator[Bucket]:
-        return (self[i] for i in range(len(self)))
 
 
 
@@ -530,71 +439,3 @@ def _snapped(t: np.ndarray) -> np.ndarray | None:
     np.rint(snapped, out=snapped)
     snapped /= 1000.0
     return None if np.array_equal(snapped, t) else snapped
-
-
-def write_csv(trace: Trace, path: str | os.PathLike[str] | TextIO) -> None:
-    """Write a trace in the format `read_csv` reads, so that it reads back as it was: every row, those of 0 too
-    (a row of 0 is how a trace states its step: "add a row of 0 requests for model M at T"; dropped, a 1 s trace
-    of clients at their own seconds was refused when read again), and a row of 0 in each of the first two
-    intervals where one model needs it to come at both (a trace whose first requests come an hour apart was read
-    back as starting there, at a step of an hour). `path` may be a stream already open (standard output), left
-    open."""
-    if not isinstance(path, str | os.PathLike):
-        _write_rows(trace, path)
-        return
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        _write_rows(trace, fh)
-
-
-def _write_rows(trace: Trace, fh: TextIO) -> None:
-    out = csv.writer(fh)
-    out.writerow(HEADER)
-    for s, m in _step_pins(trace):
-        out.writerow((seconds_text(trace.start_s + s * trace.interval_s), trace.models[m], "0"))
-    for s, m, r in zip(trace.slot.tolist(), trace.model.tolist(), trace.requests.tolist(), strict=True):
-        out.writerow((seconds_text(trace.start_s + s * trace.interval_s), trace.models[m], f"{r:.17g}"))
-
-
-def _step_pins(trace: Trace) -> list[tuple[int, int]]:
-    """(interval, model) of the rows of 0 that pin a trace's start and step where written: one model at the first
-    two intervals, as `scrape_times` asks a sparse trace to state its step (rows of two models there, each at its
-    own second, read as scrape times). None where a model already comes at both, or the trace is one interval."""
-    if trace.intervals < 2:
-        return []
-    at = [set(trace.model[trace.slot == s].tolist()) for s in (0, 1)]
-    if at[0] & at[1]:
-        return []
-    model = min(at[0] or at[1] or {0})
-    return [(s, model) for s in (0, 1) if model not in at[s]]
-
-
-def synthetic(models: int = 500, hours: float = 24.0, mean_rps: float = 150.0, shape: str | Shape = "mixed",
-              seed: int = 0, interval_s: float = 60.0) -> Trace:
-    """A seeded synthetic trace; `mean_rps` is the mean total request rate before bursts."""
-    check_synthetic_size(models, hours, mean_rps)
-    spec = SHAPE_PRESETS[shape] if isinstance(shape, str) else shape
-    rng = np.random.default_rng(seed)
-    steps = max(1, round(hours * 3600 / interval_s))
-    t = np.arange(steps) * interval_s
-    weight = 1.0 / np.arange(1, models + 1) ** spec.zipf_s
-    rng.shuffle(weight)
-    alive = np.ones((steps, models), dtype=bool)
-    churners = rng.random(models) < spec.churn
-    duration = steps * interval_s
-    for m in np.flatnonzero(churners):
-        begin = rng.uniform(-0.5, 1.0) * duration
-        end = begin + rng.exponential(0.4 * duration)
-        alive[:, m] = (t >= begin) & (t < end)
-    share = alive * weight
-    share /= np.maximum(share.sum(axis=1, keepdims=True), 1e-12)
-    cycle = 1.0 + spec.daily_amplitude * np.sin(2 * np.pi * (t / 86400.0 - 0.375))
-    rate = share * (mean_rps * cycle)[:, None]
-    for _ in range(rng.poisson(spec.bursts_per_hour * hours)):
-        burst_model = int(rng.integers(models))
-        first = int(rng.integers(steps))
-        length = max(1, round(rng.uniform(*spec.burst_minutes) * 60 / interval_s))
-        rate[first:first + length, burst_model] += spec.burst_share * mean_rps
-    counts = rng.poisson(rate * interval_s)
-    slot, model = np.nonzero(counts)
-    return Trace(tuple(f"model-{i:04d}" for i in range(models)), 0.0, interval_s, steps,
-                 slot.astype(np.int64), model.astype(np.int64), counts[slot, model].astype(np.float64))

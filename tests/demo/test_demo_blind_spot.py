@@ -8,7 +8,7 @@ no pod whatever it read, so there was nothing for it to miss.
 from __future__ import annotations
 
 from autoscaler.demo.average_blind_spot import blind_spot_line
-from autoscaler.demo.run import RATE_PER_POD
+from autoscaler.demo.report_lines import RATE_PER_POD
 from autoscaler.simulation.hpa import HpaPod, Tolerances
 
 PODS = [HpaPod(f"demo-{i}", True) for i in range(4)]

@@ -20,7 +20,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from autoscaler.demo.run import PHASES, Demo
+from autoscaler.demo.run import Demo
+from autoscaler.demo.scenario import PHASES
 
 pytestmark = pytest.mark.slow
 

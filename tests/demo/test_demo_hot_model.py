@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
 from autoscaler.demo.fleet import DemoPod
 from autoscaler.demo.hot_model import fill_least_busy_first, hot_model_pods, pod_loads
-from autoscaler.demo.run import PHASES, TARGET_RPS_PER_POD, Demo
+from autoscaler.demo.run import Demo
+from autoscaler.demo.scenario import PHASES, TARGET_RPS_PER_POD
 from exporter import names
 
 HOT, DROP = PHASES[1], PHASES[2]

@@ -16,7 +16,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.demo.run import PHASES, Demo
+from autoscaler.demo.run import Demo
+from autoscaler.demo.scenario import PHASES
 
 
 def printed_while_stepping(duration: float, steps: list[float]) -> tuple[str, list[tuple[float, int]]]:

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
 from autoscaler.demo.fleet import DemoPod
-from autoscaler.demo.run import PHASES, Demo, Phase
+from autoscaler.demo.run import Demo
+from autoscaler.demo.scenario import PHASES, Phase
 
 HOT, DROP = PHASES[1], PHASES[2]
 

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.demo.run import DEMO_BEHAVIOR, DESIRED, POD_TABLE_HEADER, average_hpa_line, pod_table_row
+from autoscaler.demo.report_lines import POD_TABLE_HEADER, average_hpa_line, pod_table_row
+from autoscaler.demo.scenario import DEMO_BEHAVIOR, DESIRED
 from autoscaler.simulation.hpa import HpaPod, HpaSpec
 
 

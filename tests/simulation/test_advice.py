@@ -23,7 +23,8 @@ import pytest
 
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.simulation.advice import LEVERS
-from autoscaler.simulation.trace import synthetic, write_csv
+from autoscaler.simulation.synthetic_trace import synthetic
+from autoscaler.simulation.trace_write import write_csv
 from tests.simulation.runs import SIMULATE, report, simulate, write_trace
 
 PARTS: Final = {"pod_hours": "pod_hours", "delayed": "delayed_requests",

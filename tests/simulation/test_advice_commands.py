@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.simulation.advice import LEVERS, MIN_REPLICAS
-from autoscaler.simulation.cli import add_simulate_arguments
 from autoscaler.simulation.rerun import COMPARED, SET_HERE, Rerun, given_flags
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
+from autoscaler.simulation.simulate_args import add_simulate_arguments
 from exporter.env_flags import FLAG_VALUES
 
 CONFIG_KEYS = sorted(({lever.setting for lever in LEVERS} & {f.name for f in fields(RuntimePolicy)}) - {MIN_REPLICAS})

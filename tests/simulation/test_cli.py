@@ -13,7 +13,7 @@ import matplotlib.image
 import pytest
 import yaml
 
-from autoscaler.simulation.report import load_steps
+from autoscaler.simulation.timeline_plot import load_steps
 from tests.simulation.runs import FAILED
 from tests.support.terminal import ctrl_c_after, moment_of_start_up
 

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from autoscaler.simulation.cluster import Cluster, ClusterShape
 from autoscaler.simulation.engine import simulate
-from autoscaler.simulation.trace import buckets, synthetic
+from autoscaler.simulation.synthetic_trace import synthetic
+from autoscaler.simulation.trace_buckets import buckets
 from tests.simulation import runs
 from tests.simulation.test_preshutdown import ScheduledPolicy
 from tests.simulation.ticks import delayed_over

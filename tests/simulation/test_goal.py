@@ -9,7 +9,7 @@ import pytest
 
 from autoscaler.simulation.figures import ratio_text
 from autoscaler.simulation.goal import judge
-from autoscaler.simulation.report import bound_text
+from autoscaler.simulation.report_text import bound_text
 
 
 @dataclass

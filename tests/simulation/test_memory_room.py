@@ -15,7 +15,9 @@ from pathlib import Path
 from tests.simulation.runs import FAILED, HEADER, REPO, SIMULATE, steady
 
 IMPORTS = ("import re, autoscaler.cli, autoscaler.simulation.cli, autoscaler.simulation.cluster, "
-           "autoscaler.simulation.engine, autoscaler.simulation.report, autoscaler.simulation.trace\n"
+           "autoscaler.simulation.engine, autoscaler.simulation.report, autoscaler.simulation.trace, "
+           "autoscaler.simulation.trace_buckets, autoscaler.simulation.report_text, "
+           "autoscaler.simulation.timeline_plot\n"
            "status = open('/proc/self/status').read()\n"
            "print(*(re.search(rf'{key}:\\s+(\\d+) kB', status).group(1) for key in ('VmPeak', 'VmSize')))")
 """What `simulate` has imported when it reads the trace; prints the process's peak and present size then, in kB

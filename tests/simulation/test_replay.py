@@ -20,7 +20,9 @@ from autoscaler.simulation.engine import PolicyResult, oracle, simulate
 from autoscaler.simulation.hpa_manifest import behavior_from_manifest
 from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy, SyncOutcome
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
-from autoscaler.simulation.trace import Trace, buckets, from_rows, synthetic
+from autoscaler.simulation.synthetic_trace import synthetic
+from autoscaler.simulation.trace import Trace, from_rows
+from autoscaler.simulation.trace_buckets import buckets
 
 ROOT = Path(__file__).resolve().parents[2]
 SHAPE = ClusterShape(pod_rps=20.0, cache_models=20, load_time_s=10.0, startup_delay_s=30.0)

@@ -23,8 +23,11 @@ from autoscaler.simulation.engine import simulate
 from autoscaler.simulation.figures import hours_column
 from autoscaler.simulation.goal import judge
 from autoscaler.simulation.policies import FixedPolicy
-from autoscaler.simulation.report import COLORS, Counted, goal_text, timeline_figure, timeline_title
-from autoscaler.simulation.trace import buckets, synthetic
+from autoscaler.simulation.report import Counted
+from autoscaler.simulation.report_text import goal_text, timeline_title
+from autoscaler.simulation.synthetic_trace import synthetic
+from autoscaler.simulation.timeline_plot import COLORS, timeline_figure
+from autoscaler.simulation.trace_buckets import buckets
 from tests.simulation.runs import SIMULATE
 
 LIMITS = {"pod_hours": 1.15, "delayed": 0.1, "avoidable_cold_loads": 0.25}  # the goal as the task states it

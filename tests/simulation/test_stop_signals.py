@@ -61,13 +61,13 @@ def test_a_directory_the_user_made_stays_even_empty(tmp_path: Path) -> None:
 
 STOP_WHILE_PLOTTING = """
 import os, signal, sys, time
-import autoscaler.simulation.report as report
+import autoscaler.simulation.timeline_plot as timeline_plot
 
 def plot(*args, **kwargs):  # the report's text files written (or not), the plot under way: Ctrl-C
     os.kill(os.getpid(), signal.SIGINT)
     time.sleep(30)
 
-report.plot_timeline = plot
+timeline_plot.plot_timeline = plot
 from autoscaler.cli import main
 main(sys.argv[1:])
 """
@@ -110,7 +110,7 @@ def test_an_error_while_the_files_are_written_leaves_the_earlier_report_whole(tm
         raise KeyboardInterrupt
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("autoscaler.simulation.report.plot_timeline", plot)
+        patch.setattr("autoscaler.simulation.timeline_plot.plot_timeline", plot)
         with pytest.raises(KeyboardInterrupt):
             run(args)
     assert {path.name: path.read_text() for path in out.iterdir()} == earlier

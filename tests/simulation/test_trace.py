@@ -12,7 +12,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from autoscaler.simulation.trace import TraceError, buckets, from_rows, read_csv, synthetic, write_csv
+from autoscaler.simulation.synthetic_trace import synthetic
+from autoscaler.simulation.trace import TraceError, from_rows, read_csv
+from autoscaler.simulation.trace_buckets import buckets
+from autoscaler.simulation.trace_write import write_csv
 from tests.simulation.runs import simulate, write_trace
 from tests.simulation.test_scrape_times import periodic_clients
 

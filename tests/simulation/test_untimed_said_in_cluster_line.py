@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autoscaler.simulation.report import timeline_title
+from autoscaler.simulation.report_text import timeline_title
 from tests.simulation.runs import report, simulate, write_trace
 
 

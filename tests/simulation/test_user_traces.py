@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.simulation.figures import hours_text
-from autoscaler.simulation.report import bound_text
+from autoscaler.simulation.report_text import bound_text
 from autoscaler.simulation.trace import read_csv
 from tests.simulation.runs import CONVERT_FAILED, FAILED, HEADER, convert, report, run_module, simulate, write_trace
 
@@ -340,7 +340,8 @@ def test_the_same_rows_in_another_order_give_the_same_report(tmp_path: Path) -> 
     """An export sorted by time and one sorted by series (or re-exported) are the same trace: models were
     numbered as they first appeared in the file, and models of equal load were routed and placed in that order,
     so fixed-max's delays (the bound) moved by 14% and every policy's figures with them."""
-    from autoscaler.simulation.trace import synthetic, write_csv
+    from autoscaler.simulation.synthetic_trace import synthetic
+    from autoscaler.simulation.trace_write import write_csv
 
     write_csv(synthetic(models=20, hours=1, seed=0), tmp_path / "by-time.csv")
     header, *rows = (tmp_path / "by-time.csv").read_text().splitlines()
