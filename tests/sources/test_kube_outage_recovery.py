@@ -13,6 +13,7 @@ The API is the fake's, down (`pause`) once discovery is current, until the outag
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
@@ -39,10 +40,9 @@ async def kube() -> AsyncIterator[FakeKubeApi]:
         yield server
 
 
-@pytest.mark.parametrize("outage_s", [40.0, 300.0])
-async def test_discovery_is_current_again_within_seconds_of_the_api_s_return(kube: FakeKubeApi,
-                                                                             outage_s: float) -> None:
-    waits = Waits()
+@contextlib.asynccontextmanager
+async def current_discovery(kube: FakeKubeApi, waits: Waits) -> AsyncIterator[KubePodDiscovery]:
+    """Pod discovery of `KEY` on the fake, its waits on `waits`' clock, once it is current."""
     settings = Configuration()
     settings.host = kube.url
     discovery = KubePodDiscovery(settings, runtimes=[KEY], discover=False, request_timeout_s=2.0,
@@ -50,12 +50,20 @@ async def test_discovery_is_current_again_within_seconds_of_the_api_s_return(kub
     try:
         await discovery.start()
         await eventually(lambda: discovery.healthy)
+        yield discovery
+    finally:
+        await discovery.close()
+
+
+@pytest.mark.parametrize("outage_s", [40.0, 300.0])
+async def test_discovery_is_current_again_within_seconds_of_the_api_s_return(kube: FakeKubeApi,
+                                                                             outage_s: float) -> None:
+    waits = Waits()
+    async with current_discovery(kube, waits) as discovery:
         await kube.pause()  # the outage: the watch sees its connection die, every new one is refused
         await eventually(lambda: not discovery.healthy)
         back_after, woken_while_down = await back_after_outage(
             kube, waits, outage_s, loops=LOOPS, resource="pods", current=lambda: discovery.healthy)
-    finally:
-        await discovery.close()
     assert back_after <= PROMPT_S, f"current only {back_after:.1f} s after the API came back"
     # Backing off while down: no more than about one attempt a loop every 3.2 s (4 s less its jitter), after the
     # first few (0.5, 1, 2 s).
@@ -69,20 +77,12 @@ async def test_a_503_at_the_api_s_return_is_retried_as_the_first_answered_failur
     30 s cap, 30 s of 503s for every runtime with the API server answering. The refused tries say nothing of how
     loaded the server is; the 503 is the first answered failure in a row, retried after 0.5 s (+20%)."""
     waits = Waits()
-    settings = Configuration()
-    settings.host = kube.url
-    discovery = KubePodDiscovery(settings, runtimes=[KEY], discover=False, request_timeout_s=2.0,
-                                 start_timeout_s=10.0, sleep=waits.sleep)  # the shipped backoff, 0.5 s to 30 s
-    try:
-        await discovery.start()
-        await eventually(lambda: discovery.healthy)
+    async with current_discovery(kube, waits) as discovery:
         await kube.pause()
         await eventually(lambda: not discovery.healthy)
         # Each loop's first request once the server answers again (the pod watch's, the Deployment read's): a 503.
         starting = [kube.fail(r"/pods$", 503), kube.fail(r"/deployments/", 503)]
         back_after, _ = await back_after_outage(
             kube, waits, 40.0, loops=LOOPS, resource="pods", current=lambda: discovery.healthy)
-    finally:
-        await discovery.close()
     assert [fault.hits for fault in starting] == [1, 1], "the server's first answers were not the 503s"
     assert back_after <= PROMPT_S + 0.6, f"current only {back_after:.1f} s after the API came back"
