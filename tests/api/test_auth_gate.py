@@ -204,11 +204,13 @@ async def test_slow_kubernetes_api_never_blocks_health_and_never_allows(
 @pytest.mark.parametrize("fault", [500, 429, 403])
 async def test_failed_reviews_fail_closed_and_are_not_cached(
         secured: SecuredApi, metric_path: Callable[..., str], fault: int) -> None:
+    """A review failing on every try (one failure is tried again: tests/api/test_review_retries.py)."""
     secured.kube.allow()
-    secured.kube.fail("subjectaccessreviews", fault, times=1)
+    secured.kube.fail("subjectaccessreviews", fault, times=None)
     status, body = await secured.get(metric_path(), cert=secured.pki.proxy, headers=HPA)
     assert status == 500
     assert_status(body, 500, "InternalError")
+    secured.kube.clear_faults()
     assert (await secured.get(metric_path(), cert=secured.pki.proxy, headers=HPA))[0] == 200
 
 
