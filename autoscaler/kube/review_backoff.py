@@ -23,7 +23,10 @@ JITTER: Final = 0.2
 
 def worth_another_try(error: KubeApiError) -> bool:
     """No answer (a reset or refused connection), throttled (429) or failed on the server's side (5xx); a 4xx
-    such as 401 or 403 is the answer itself."""
+    such as 401 or 403 is the answer itself. A little broader than kube's `DefaultShouldRetry` (500, 504, 429, a
+    reset connection, anything with a Retry-After): a 502, a 503 without Retry-After or a refused connection
+    (a restarting API server, an overloaded load balancer in front of it) passes as soon, and the tries stay
+    within the review's one deadline."""
     return error.status is None or error.status == 429 or error.status >= 500
 
 
