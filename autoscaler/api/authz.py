@@ -18,6 +18,11 @@ over its share. Any authenticated identity (a pod's ServiceAccount token) can as
 random namespace); before, its queue of reviews, each holding a connection open, grew without bound until
 the aggregator's own connections were refused.
 
+A user in `system:masters` is allowed without a review, as k8s.io/apiserver's default `AlwaysAllowGroups`:
+kube-apiserver's own authorizer allows that group everything, so the review's answer is known. Among them is
+the aggregator's availability probe of the APIService (`system:kube-aggregator`): reviewed, a failing or slow
+review made the APIService `FailedDiscoveryCheck` for every kubectl user.
+
 A review that fails (API server down, slow past the deadline, answering 5xx) is never "allowed" and never
 cached: it raises `AuthorizationFailed`, which the API answers with a 500 `InternalError` Status, the code
 kube-apiserver's `WithAuthorization` filter writes for an authorizer error (the HPA holds either way).
@@ -90,12 +95,18 @@ def access_review_spec(user: UserInfo, attributes: Attributes) -> dict[str, Any]
 
 CacheKey = tuple[UserInfo, Attributes]
 
+ALWAYS_ALLOW_GROUPS = frozenset({"system:masters"})
+"""k8s.io/apiserver's `DelegatingAuthorizationOptions.AlwaysAllowGroups` default."""
+PRIVILEGED = Decision(True, cached=True)
+"""A privileged group's decision: no review made, counted with the cached ones."""
+
 
 class SubjectAccessReviewAuthorizer:
     def __init__(self, reviewer: AccessReviewer, *, allowed_ttl_s: float = 10.0, denied_ttl_s: float = 10.0,
                  cache_size: int = 65_536, timer: Callable[[], float] = monotonic, max_in_flight: int = 32,
-                 refresh_ahead: float = 0.7) -> None:
+                 refresh_ahead: float = 0.7, always_allow_groups: frozenset[str] = ALWAYS_ALLOW_GROUPS) -> None:
         self._reviewer = reviewer
+        self._always_allow_groups = always_allow_groups
         self._timer = timer
         self._allowed: ReviewCache[CacheKey, tuple[Decision, float]] = ReviewCache(cache_size, allowed_ttl_s, timer)
         self._denied: ReviewCache[CacheKey, tuple[Decision, float]] = ReviewCache(cache_size, denied_ttl_s, timer)
@@ -110,6 +121,8 @@ class SubjectAccessReviewAuthorizer:
     def cached(self, user: UserInfo, attributes: Attributes) -> Decision | None:
         """The cached decision (a key in use is reviewed again in the background once `refresh_ahead` of its
         TTL has passed), or None."""
+        if user.groups and not self._always_allow_groups.isdisjoint(user.groups):
+            return PRIVILEGED
         key = (user, attributes)
         now = self._timer()
         # `ReviewCache.lookup` of each cache, inline: one dict lookup, where `TTLCache[key]` costs three frames

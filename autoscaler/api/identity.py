@@ -2,11 +2,11 @@
 
 `request_attributes` reads a request the way kube-apiserver's `RequestInfoFactory` does
 (`k8s.io/apiserver/pkg/endpoints/request/requestinfo.go`), so a SubjectAccessReview from this adapter carries
-the same resource attributes the aggregator already saw. One deliberate difference, set by the contract
-(docs/design.md): reading an external metric, `GET /apis/external.metrics.k8s.io/v1beta1/namespaces/NS/METRIC`,
-is verb **get** on resource METRIC, where kube's parser would say `list` because the path names no object.
-A metric value is one read, not a collection, and the built-in `system:controller:horizontal-pod-autoscaler`
-role grants both verbs, so the HPA is allowed either way. Paths outside `/api` and `/apis` are
+the same resource attributes kube-apiserver checked in front of it: reading an external metric,
+`GET /apis/external.metrics.k8s.io/v1beta1/namespaces/NS/METRIC`, is verb **list** on resource METRIC (the path
+names no object), as prometheus-adapter's LIST route; checked as `get`, a user granted only `list` was let through
+by kube-apiserver and refused here (`cannot get resource`). Discovery (`/apis/GROUP/VERSION` and shorter),
+`/openapi/...` and `/metrics` are non-resource `get`. Paths outside `/api` and `/apis` are
 non-resource requests (verb = lower-cased HTTP method), except this adapter's two runtime endpoints, which
 are resources of its group so that they can be granted per namespace with a Role (a path with an empty
 segment is always a non-resource request):
@@ -92,8 +92,6 @@ def _api_attributes(method: str, parts: list[str]) -> Attributes | None:
     verb = _resource_verb(method, name)
     if group == API_GROUP:
         resource = resource.lower()  # served metric names match case-insensitively (docs/design.md)
-        if verb == "list" and namespace:
-            verb = "get"  # one metric value is read, not listed (docs/design.md)
     return ResourceAttributes(verb, group, version, resource, namespace, name, subresource)
 
 

@@ -7,8 +7,10 @@ JSON in and out, no generated models and no Kubernetes library: a serving worker
 these reviews and never loads it (about 20 MiB each). These
 calls sit on the path of HPA requests whose answer is not cached yet, so they should cost one round trip and
 little else: the generated client builds and validates pydantic models and reads `~/.netrc` on every call.
-No client retries and a hard deadline per call: an HPA request waiting on authorization gets an answer
-(possibly an error) in seconds rather than piling up behind a dead API server. Every transport failure and
+A review the API server fails (429, 5xx, no answer) is tried again (`autoscaler.kube.review_backoff`, as
+k8s.io/apiserver's delegated authenticator and authorizer), all tries within one deadline per review: an HPA
+request waiting on authorization gets an answer (possibly an error) within it rather than piling up behind a
+dead API server. Every transport failure and
 error answer becomes `KubeApiError` (cause chained, status and Status `reason` kept); configuration problems
 at start-up become `KubeConfigError`, a `ValueError` the CLI reports in one line.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -28,6 +31,7 @@ import aiohttp
 
 from autoscaler.kube.errors import KubeApiError, KubeConfigError
 from autoscaler.kube.raw import describe, status_error
+from autoscaler.kube.review_backoff import TRIES, wait_before_try, worth_another_try
 from autoscaler.kube.review_connection import ReviewConnection
 from autoscaler.kube.token_file import TokenFile
 from autoscaler.kube.user_agent import user_agent
@@ -35,9 +39,11 @@ from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT_S = 2.0
-"""Per call. A SubjectAccessReview normally takes milliseconds; two seconds tolerates a busy API server while
-keeping an HPA request (whose client gives up after tens of seconds) well inside its own deadline."""
+DEFAULT_TIMEOUT_S = 10.0
+"""Per review, all its tries together: k8s.io/apiserver's delegated authorizer and authenticator wait 10 s
+(`ClientTimeout`, `TokenRequestTimeout`). A review normally takes milliseconds; at 2 s, one the API server
+answered after 3 s under load was the HPA's 500. A request waits at most this for its TokenReview and this for
+its SubjectAccessReview (docs/operations.md), inside the HPA's own 30 s."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +134,8 @@ class KubeAuthApi:
         self._session: aiohttp.ClientSession | None = None
         self._metrics = metrics
         self.timeout_s = timeout_s
+        self._draw: Callable[[], float] = random.random
+        """Spreads the waits between tries (`review_backoff.wait_before_try`)."""
 
     @classmethod
     async def connect(cls, connection: ReviewConnection, metrics: AdapterMetrics | None = None,
@@ -164,10 +172,30 @@ class KubeAuthApi:
             await self._session.close()
 
     async def _call(self, name: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """The answer, the call tried again while it fails in a way worth it (`review_backoff`), all tries
+        within `timeout_s`; the last failure as `KubeApiError` when none succeeded."""
+        deadline = time.monotonic() + self.timeout_s
+        failed = 0
+        while True:
+            try:
+                return await self._try(name, method, path, body, deadline - time.monotonic())
+            except KubeApiError as error:
+                failed += 1
+                wait = wait_before_try(failed, self._draw(), error.retry_after_s)
+                if (failed >= TRIES or not worth_another_try(error)
+                        or time.monotonic() + wait >= deadline):
+                    if failed > 1:
+                        raise KubeApiError(f"{error} (tried {failed} times)", error.status, error.reason,
+                                           error.retry_after_s) from error.__cause__
+                    raise
+                log.debug("%s failed (%s); trying again in %.2f s", name, error, wait)
+                await asyncio.sleep(wait)
+
+    async def _try(self, name: str, method: str, path: str, body: dict[str, Any] | None, left_s: float) -> Any:
         started = time.perf_counter()
         outcome = "error"
         try:
-            async with asyncio.timeout(self.timeout_s):
+            async with asyncio.timeout(max(left_s, 0.0)):
                 headers = {"Content-Type": "application/json"} if body is not None else {}
                 authorization = await self._authorization()
                 if authorization:
@@ -181,7 +209,7 @@ class KubeAuthApi:
             except ValueError:
                 answer = raw.decode("utf-8", "replace")
             if response.status >= 300:
-                raise status_error(name, response.status, answer)
+                raise status_error(name, response.status, answer, response.headers.get("Retry-After"))
             if not isinstance(answer, dict):
                 raise KubeApiError(f"{name}: the answer is not a JSON object", response.status)
             outcome = "ok"

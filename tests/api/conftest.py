@@ -125,9 +125,10 @@ async def secured_api(pki: Pki, kube: FakeKubeApi, settings: ServeSettings, *, k
                       limits: ConnectionLimits | None = None) -> AsyncIterator[SecuredApi]:
     """The API with one runtime behind its real gate (`build_api_security` against `kube`), on a TLS port
     behind the guarded listener (`limits`: its connection limits, else the defaults).
-    `kube_timeout_s`: long where a test holds reviews in flight; by default 2 s, as the settings' default: at
-    0.5 s a review the fake answered at once timed out on a loaded 2-core machine, a second warning in a test of
-    one; `clock`: what certificate dates are checked against."""
+    `kube_timeout_s`: long where a test holds reviews in flight; by default 2 s, shorter than the shipped 10 s
+    (`reviews.DEFAULT_TIMEOUT_S`) so that a review failing on every try ends soon, yet not 0.5 s: then a review
+    the fake answered at once timed out on a loaded 2-core machine, a second warning in a test of one;
+    `clock`: what certificate dates are checked against."""
     metrics = AdapterMetrics()
     refresher = refresher_with(runtime_view(KEY), metrics=metrics)
     tls = pki.server_context()

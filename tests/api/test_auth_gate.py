@@ -29,7 +29,7 @@ def assert_status(body: Any, code: int, reason: str) -> None:
 
 async def test_front_proxy_with_an_allowed_user_gets_the_metric(
         secured: SecuredApi, metric_path: Callable[..., str]) -> None:
-    secured.kube.allow(user=HPA["X-Remote-User"], verb="get", group="external.metrics.k8s.io")
+    secured.kube.allow(user=HPA["X-Remote-User"], verb="list", group="external.metrics.k8s.io")
     status, body = await secured.get(metric_path(), cert=secured.pki.proxy, headers=HPA)
     assert status == 200, body
     assert body["kind"] == "ExternalMetricValueList"
@@ -37,7 +37,7 @@ async def test_front_proxy_with_an_allowed_user_gets_the_metric(
     assert spec["user"] == HPA["X-Remote-User"]
     assert spec["groups"] == ["system:serviceaccounts", "system:authenticated"]
     assert spec["resourceAttributes"] == {
-        "verb": "get", "group": "external.metrics.k8s.io", "version": "v1beta1",
+        "verb": "list", "group": "external.metrics.k8s.io", "version": "v1beta1",
         "resource": "modelmesh_desired_replicas", "namespace": KEY.namespace,
     }
 
@@ -47,7 +47,7 @@ async def test_a_denied_user_gets_403_with_kubes_message(
     status, body = await secured.get(metric_path(), cert=secured.pki.proxy, headers={"X-Remote-User": "bob"})
     assert status == 403
     assert_status(body, 403, "Forbidden")
-    assert 'User "bob" cannot get resource "modelmesh_desired_replicas" in API group ' \
+    assert 'User "bob" cannot list resource "modelmesh_desired_replicas" in API group ' \
            f'"external.metrics.k8s.io" in the namespace "{KEY.namespace}"' in body["message"]
 
 
@@ -204,11 +204,13 @@ async def test_slow_kubernetes_api_never_blocks_health_and_never_allows(
 @pytest.mark.parametrize("fault", [500, 429, 403])
 async def test_failed_reviews_fail_closed_and_are_not_cached(
         secured: SecuredApi, metric_path: Callable[..., str], fault: int) -> None:
+    """A review failing on every try (one failure is tried again: tests/api/test_review_retries.py)."""
     secured.kube.allow()
-    secured.kube.fail("subjectaccessreviews", fault, times=1)
+    secured.kube.fail("subjectaccessreviews", fault, times=None)
     status, body = await secured.get(metric_path(), cert=secured.pki.proxy, headers=HPA)
     assert status == 500
     assert_status(body, 500, "InternalError")
+    secured.kube.clear_faults()
     assert (await secured.get(metric_path(), cert=secured.pki.proxy, headers=HPA))[0] == 200
 
 
@@ -255,7 +257,7 @@ async def test_each_request_on_a_connection_kept_open_is_judged_by_its_own_heade
         secured: SecuredApi, metric_path: Callable[..., str]) -> None:
     """The aggregator sends every user's requests over the same few connections: what the gate found for the
     previous request on a connection must never answer for a request with other identity headers."""
-    secured.kube.allow(user=HPA["X-Remote-User"], verb="get", group="external.metrics.k8s.io")
+    secured.kube.allow(user=HPA["X-Remote-User"], verb="list", group="external.metrics.k8s.io")
     connector = aiohttp.TCPConnector(ssl=secured.context(secured.pki.proxy), limit=1)
     async with aiohttp.ClientSession(connector=connector) as session:
         async def answer(headers: dict[str, str]) -> tuple[int, str]:
@@ -269,7 +271,7 @@ async def test_each_request_on_a_connection_kept_open_is_judged_by_its_own_heade
         no_user = await answer({"X-Remote-Group": "system:serviceaccounts"})
         again = await answer(HPA)
     assert hpa == again == (200, "ExternalMetricValueList")
-    assert as_bob[0] == 403 and 'User "bob" cannot get' in as_bob[1]
+    assert as_bob[0] == 403 and 'User "bob" cannot list' in as_bob[1]
     assert with_extra[0] == 200  # the fake API allows the user whatever its extra fields
     assert no_user[0] == 401
     assert [review.get("extra") for review in secured.kube.access_reviews] == [None, None, {"scopes": ["view"]}]

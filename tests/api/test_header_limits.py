@@ -27,7 +27,7 @@ USER = "system:serviceaccount:ml:many-groups"
 async def test_a_user_in_300_groups_through_the_front_proxy_is_served_as_all_of_them(
         secured: SecuredApi, metric_path: Callable[..., str]) -> None:
     groups = [f"team-{i:03d}" for i in range(300)]
-    secured.kube.allow(groups=["team-299"], verb="get", group="external.metrics.k8s.io")
+    secured.kube.allow(groups=["team-299"], verb="list", group="external.metrics.k8s.io")
     headers = [("X-Remote-User", USER)] + [("X-Remote-Group", group) for group in groups]
     connector = aiohttp.TCPConnector(ssl=secured.context(secured.pki.proxy))
     async with aiohttp.ClientSession(connector=connector) as session, \

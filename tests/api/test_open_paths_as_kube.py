@@ -51,7 +51,7 @@ async def test_a_resource_under_an_open_prefix_is_still_authorized_for_a_token(
     async with secured_api(pki, kube, settings_for(authorization_always_allow_paths=("/apis/*",))) as api:
         status, body = await api.get(METRIC, token="probe")
         assert (status, body["reason"]) == (403, "Forbidden"), body
-        assert 'cannot get resource "modelmesh_desired_replicas" in API group "external.metrics.k8s.io"' in \
+        assert 'cannot list resource "modelmesh_desired_replicas" in API group "external.metrics.k8s.io"' in \
             body["message"], body
         for discovery in ("/apis/external.metrics.k8s.io", "/apis/external.metrics.k8s.io/v1beta1"):
             status, body = await api.get(discovery)

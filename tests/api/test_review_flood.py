@@ -44,7 +44,7 @@ async def test_random_bearer_tokens_are_refused_without_a_review_each(
 async def test_a_known_token_is_still_accepted_after_a_flood_of_random_ones(
         secured: SecuredApi, metric_path: Callable[..., str]) -> None:
     secured.kube.tokens["good"] = ("admin", ["admins"])
-    secured.kube.allow(user="admin", verb="get", group="external.metrics.k8s.io")
+    secured.kube.allow(user="admin", verb="list", group="external.metrics.k8s.io")
     status, _ = await secured.get(metric_path(), token="good")
     assert status == 200
     await asyncio.gather(*(secured.get(metric_path(), token=secrets.token_hex(16)) for _ in range(40)))
@@ -56,7 +56,7 @@ async def test_a_known_token_is_still_accepted_after_a_flood_of_random_ones(
 
 async def test_fifty_concurrent_requests_of_one_subject_and_path_make_one_access_review(
         secured: SecuredApi, metric_path: Callable[..., str]) -> None:
-    secured.kube.allow(user=HPA["X-Remote-User"], verb="get", group="external.metrics.k8s.io")
+    secured.kube.allow(user=HPA["X-Remote-User"], verb="list", group="external.metrics.k8s.io")
     secured.kube.delay("subjectaccessreviews", 0.3)
     answers = await asyncio.gather(*(secured.get(metric_path(), cert=secured.pki.proxy, headers=HPA)
                                      for _ in range(50)))

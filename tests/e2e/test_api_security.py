@@ -105,8 +105,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                    PROMETHEUS_TOKEN: {"user": PROMETHEUS_USER, "groups": ["system:serviceaccounts"]}},
         "allow": [{"user": "alice"}, {"user": "carol"},
                   {"user": PROMETHEUS_USER, "verb": "get", "path": "/metrics"},
-                  {"user": HPA_USER, "verb": "get", "group": "external.metrics.k8s.io"},
-                  {"user": "dora", "verb": "get", "group": "external.metrics.k8s.io", "namespace": TENANT}],
+                  {"user": HPA_USER, "verb": "list", "group": "external.metrics.k8s.io"},
+                  {"user": "dora", "verb": "list", "group": "external.metrics.k8s.io", "namespace": TENANT}],
     }))
     kube_port, mm_port, exporter_port, adapter_port = free_port(), free_port(), free_port(), free_port()
     mm_url, exporter_url = f"https://127.0.0.1:{mm_port}/metrics", f"http://127.0.0.1:{exporter_port}/metrics"
@@ -279,7 +279,7 @@ def test_prometheus_token_granted_the_metrics_url_scrapes_the_self_metrics(clust
     status, text = curl(cluster.url + METRIC, "-H", f"Authorization: Bearer {PROMETHEUS_TOKEN}")
     body = json.loads(text)
     assert (status, body["reason"]) == (403, "Forbidden"), text
-    assert f'User "{PROMETHEUS_USER}" cannot get resource "modelmesh_request_load"' in body["message"], text
+    assert f'User "{PROMETHEUS_USER}" cannot list resource "modelmesh_request_load"' in body["message"], text
 
 
 def test_a_token_without_the_metrics_url_grant_is_forbidden_the_self_metrics(cluster: Cluster) -> None:

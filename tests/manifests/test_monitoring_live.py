@@ -135,7 +135,7 @@ def kube_state() -> dict[str, Any]:
         "tokens": {PROMETHEUS_TOKEN: {"user": PROMETHEUS_USER, "groups": ["system:serviceaccounts"]},
                    HPA_TOKEN: {"user": HPA_USER, "groups": ["system:serviceaccounts"]}},
         "allow": [*metrics_grants(PROMETHEUS_USER),
-                  {"user": HPA_USER, "verb": "get", "group": "external.metrics.k8s.io"}],
+                  {"user": HPA_USER, "verb": "list", "group": "external.metrics.k8s.io"}],
     }
 
 

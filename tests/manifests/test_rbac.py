@@ -93,7 +93,7 @@ async def record_requests(workdir: Path, serve_args: Sequence[str] = (),
     async with FakeKubeApi(require_token=require_token) as kube, _modelmesh_pod() as mm_port:
         kube.set_authentication_config(requestheader_client_ca=_a_ca_pem())
         kube.tokens["hpa-token"] = (HPA_USER, ["system:serviceaccounts"])
-        kube.allow(user=HPA_USER, verb="get", group="external.metrics.k8s.io")
+        kube.allow(user=HPA_USER, verb="list", group="external.metrics.k8s.io")
         kube.add_deployment(NS, DEPLOYMENT, replicas=1, labels=SELECTOR, selector=SELECTOR,
                             annotations={"autoscaler.modelmesh.io/target-rps-per-pod": "100"})
         kube.add_pod(NS, f"{DEPLOYMENT}-abc-1", labels={**SELECTOR, "pod-template-hash": "abc"}, ip=POD_IP)
