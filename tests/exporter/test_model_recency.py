@@ -305,3 +305,35 @@ def test_times_never_go_back_never_pass_the_read_and_stand_still_for_a_model_not
             quiet = {f"m{index}" for index in range(4)} - {f"m{model}" for model, _ in served}
             assert all(now[model] == before[model] for model in quiet & before.keys() if model in now)
         before = now
+
+
+# One read: seconds since the last; whether requests ran, were only queued, or the container restarted first.
+STEPS = st.lists(st.tuples(st.sampled_from([1.0, 5.0]), st.sampled_from(["idle", "served", "queued", "restart"])),
+                 min_size=1, max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.booleans(), STEPS)
+def test_the_family_is_there_at_every_read_with_per_model_metrics_and_at_none_without(
+    per_model: bool, steps: list[tuple[float, str]],
+) -> None:
+    """Whatever ModelMesh did (nothing yet, requests still running or ended, restarts): with per-model metrics the
+    pod can always say which models it served, "none" included; without, never, not even before its first
+    request."""
+    clock = Clock()
+    container = ModelMeshContainer(clock, per_model=per_model)
+    container.publish(models=2, lru_time_s=clock.now)
+    collector = ModelMeshCollector(CollectorHealth(clock=clock), "http://127.0.0.1:1/metrics", clock=clock,
+                                   wall_clock=clock, model_recency_horizon_s=60.0)
+    for seconds, step in steps:
+        if step == "restart":
+            container.restart()
+        elif step == "served":
+            container.serve(2, model="resnet")
+        elif step == "queued":
+            container.queued(1, model="bert")
+        clock.now += seconds
+        collector.ingest(container.render(), clock.now)
+        published = {family.name for family in collector.collect()}
+        assert (names.MODEL_LAST_SERVED_TIMESTAMP in published) is per_model, (step, published)
+        assert (names.MODEL_RECENCY_HORIZON in published) is per_model
