@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from exporter.modelmesh_text import REQUESTS, Labels, ModelMeshReading
+from exporter.modelmesh_text import COUNTER_FIELDS, REQUESTS, Labels, ModelMeshReading
 from exporter.names import MM_MODEL_ID_LABEL
 
 
@@ -27,11 +27,24 @@ class ModelRecency:
     def __init__(self, horizon_s: float) -> None:
         self.horizon_s = horizon_s
         self._last_served: dict[str, float] = {}
-        self.reports = False
-        """Whether ModelMesh has shown it counts per model (a request series labelled `modelId`): then a pod
-        with no model served within the horizon says it served none, rather than nothing (docs/design.md).
-        Stays True over a ModelMesh restart, whose new container has no labelled series before its first
-        request: its settings are the old one's (changing MM_METRICS rolls the pod, the exporter with it)."""
+        self._per_model: bool | None = None
+        """Whether ModelMesh counts per model, from the shape of its counter series: True once one is labelled
+        `modelId`; False once one is not: a request counted without it, or the unlabelled queue-delay and
+        cache-miss histograms, which ModelMesh without per-model metrics serves at 0 from its start (a Prometheus
+        histogram with no labels has its series from the start; a labelled one only from its first use). None
+        while there is no counter series at all. Both answers stay over a ModelMesh restart: its settings are the
+        old one's (changing MM_METRICS rolls the pod, the exporter with it)."""
+
+    @property
+    def reports(self) -> bool:
+        """Whether the pod can say which models it served, "none" included (docs/design.md).
+
+        With per-model metrics on, yes; off, no: a model served here is not known, so the family stays absent
+        rather than saying "served none". No counter series at all is a ModelMesh with per-model metrics on (off,
+        its unlabelled histograms would be there) that has run no request since its start: it served no model
+        here, "none", known. An idle pod, or one a scale-up just added, must not read as a pod whose use nobody
+        counted: that holds the runtime's cache term up for as long as the pod stays idle."""
+        return self._per_model is not False
 
     def update(self, reading: ModelMeshReading, risen: frozenset[Labels] | None, now: float) -> None:
         """Fold in one good read at Unix time `now`: `risen` are the request series `CounterWindow.add` saw rise,
@@ -45,8 +58,8 @@ class ModelRecency:
         horizon.
         """
         counts = reading.counters.get(REQUESTS, {})
-        if not self.reports:
-            self.reports = any(_model_id(labels) is not None for labels in counts)
+        if not self._per_model:  # off may still turn on: a labelled series is the stronger evidence
+            self._per_model = _counts_per_model(reading, self._per_model)
         served: Iterable[Labels] = (
             (labels for labels, count in counts.items() if count > 0) if risen is None else risen)
         for labels in served:
@@ -60,6 +73,20 @@ class ModelRecency:
     @property
     def last_served(self) -> Mapping[str, float]:
         return self._last_served
+
+
+def _counts_per_model(reading: ModelMeshReading, known: bool | None) -> bool | None:
+    """True where a counter series of `reading` is labelled `modelId`, else False where one is not, else `known`.
+
+    Without per-model metrics the series are few (method and code, and one each of the unlabelled histograms), so
+    looking at every one at every read, as this is while the answer is not True, costs little."""
+    unlabelled = False
+    for field in COUNTER_FIELDS:
+        for labels in reading.counters.get(field, {}):
+            if _model_id(labels) is not None:
+                return True
+            unlabelled = True
+    return False if unlabelled else known
 
 
 def _model_id(labels: Labels) -> str | None:

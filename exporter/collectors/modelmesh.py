@@ -358,7 +358,8 @@ class ModelMeshCollector(Collector):
             names.MODELS_LOADED, "Model copies loaded in this pod.", value=reading.models_loaded
         )
         # Only with ModelMesh's per-model metrics on: without them no model is known, and there is no series.
-        # With them, the family is declared even with no model served within the horizon: "served none".
+        # With them, the family is declared even with no model served within the horizon: "served none"; and
+        # before ModelMesh's first request too, when it has no counter series at all (`ModelRecency.reports`).
         # The horizon with them: a reader that counts models within a longer window learns it counts fewer.
         if self._recency is not None and self._recency.reports:
             yield GaugeMetricFamily(

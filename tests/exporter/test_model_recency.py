@@ -190,6 +190,49 @@ async def test_without_per_model_metrics_the_series_is_absent(pod_factory: PodFa
         assert scraped.last_success == pod.clock.now
 
 
+async def test_a_modelmesh_that_never_ran_a_request_says_it_served_none(pod_factory: PodFactory) -> None:
+    """ModelMesh puts models on a few pods; the others (and pods a scale-up just added) may run no request at
+    all, and with per-model metrics on its histograms have no series before their first use. Such a pod served
+    no model: the family is declared with no sample, the horizon beside it, as for a pod whose models all left
+    the horizon. Before, it published no family at all, read by the adapter as "per-model use missing", which
+    held the runtime's cache term up for as long as the pod stayed idle."""
+    pod = await pod_factory(horizon_s=120.0)
+    pod.container.publish(models=2, lru_time_s=pod.clock.now)  # models placed here, none used
+    for _ in range(3):
+        idle = await pod.read()
+        assert (idle.has_family, idle.served, idle.horizon_s) == (True, {}, 120.0)
+    pod.container.queued(1, model="resnet")  # a request still running: not served yet, per model all the same
+    assert (await pod.read()).served == {}
+    pod.container.serve(1, model="resnet")
+    served = await pod.read()
+    assert served.served == {"resnet": served.last_success}
+
+
+async def test_without_per_model_metrics_an_idle_pod_says_nothing_from_its_first_read(pod_factory: PodFactory) -> None:
+    """ModelMesh without per-model metrics serves its unlabelled queue-delay and cache-miss histograms at 0 from
+    its start: the exporter knows then that no model served here will be known, and a pod that has run no
+    request is no different from one that ran many (the family absent), over a ModelMesh restart too."""
+    pod = await pod_factory(per_model=False)
+    pod.container.publish(models=2, lru_time_s=pod.clock.now)
+    assert not (await pod.read()).has_family
+    pod.container.serve(3)
+    assert not (await pod.read()).has_family
+    pod.container.restart()
+    for _ in range(2):
+        assert not (await pod.read()).has_family
+
+
+async def test_with_per_model_metrics_a_restarted_modelmesh_still_says_served_none(pod_factory: PodFactory) -> None:
+    pod = await pod_factory(horizon_s=60.0)
+    pod.container.serve(5, model="resnet", code="INTERNAL")  # failed, but ran here: served, and per model
+    failed = await pod.read()
+    assert failed.served == {"resnet": failed.last_success}
+    pod.container.restart()  # a new container: no series at all, as a new pod's
+    for _ in range(14):  # 70 s: past the horizon, nothing left, still declared
+        restarted = await pod.read()
+    assert (restarted.has_family, restarted.served) == (True, {})
+
+
 async def test_a_request_without_a_model_id_is_no_model(pod_factory: PodFactory) -> None:
     pod = await pod_factory()
     pod.container.serve(5, model="")  # ModelMesh labels a request it has no model id for with ""
@@ -262,3 +305,35 @@ def test_times_never_go_back_never_pass_the_read_and_stand_still_for_a_model_not
             quiet = {f"m{index}" for index in range(4)} - {f"m{model}" for model, _ in served}
             assert all(now[model] == before[model] for model in quiet & before.keys() if model in now)
         before = now
+
+
+# One read: seconds since the last; whether requests ran, were only queued, or the container restarted first.
+STEPS = st.lists(st.tuples(st.sampled_from([1.0, 5.0]), st.sampled_from(["idle", "served", "queued", "restart"])),
+                 min_size=1, max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.booleans(), STEPS)
+def test_the_family_is_there_at_every_read_with_per_model_metrics_and_at_none_without(
+    per_model: bool, steps: list[tuple[float, str]],
+) -> None:
+    """Whatever ModelMesh did (nothing yet, requests still running or ended, restarts): with per-model metrics the
+    pod can always say which models it served, "none" included; without, never, not even before its first
+    request."""
+    clock = Clock()
+    container = ModelMeshContainer(clock, per_model=per_model)
+    container.publish(models=2, lru_time_s=clock.now)
+    collector = ModelMeshCollector(CollectorHealth(clock=clock), "http://127.0.0.1:1/metrics", clock=clock,
+                                   wall_clock=clock, model_recency_horizon_s=60.0)
+    for seconds, step in steps:
+        if step == "restart":
+            container.restart()
+        elif step == "served":
+            container.serve(2, model="resnet")
+        elif step == "queued":
+            container.queued(1, model="bert")
+        clock.now += seconds
+        collector.ingest(container.render(), clock.now)
+        published = {family.name for family in collector.collect()}
+        assert (names.MODEL_LAST_SERVED_TIMESTAMP in published) is per_model, (step, published)
+        assert (names.MODEL_RECENCY_HORIZON in published) is per_model
