@@ -190,6 +190,11 @@ def build_models_query(window_s: float = RECENT_MODELS_WINDOW_S, *, namespace_la
     """Per (namespace, pod, model_id) the pod's last-served time on Prometheus's clock, within `window_s` of
     Prometheus's now, and per pod publishing the series a marker without `model_id` (value 0).
 
+    A pod whose ModelMesh has run no request declares the family with no sample, of which Prometheus keeps
+    nothing: its marker comes from the recency horizon the exporter publishes wherever it reports per-model use.
+    Without it, idle pods read as "per-model use missing" and held a runtime whose traffic stopped at its old
+    cache proposal.
+
     `max by` collapses duplicates (a pod scraped by two jobs) and drops the target labels; the exporter's clock
     offset moves the times as it moves the freshness times (a pod without the offset's series, no
     `last_success_timestamp`, keeps its times as they are). NaN and negative times fail the window's comparison;
@@ -198,5 +203,6 @@ def build_models_query(window_s: float = RECENT_MODELS_WINDOW_S, *, namespace_la
     last_served = matchers.exporter_series(names.MODEL_LAST_SERVED_TIMESTAMP)
     served = f"max by ({by}, {names.MODEL_ID_LABEL}) ({last_served})"
     moved = f"({served} - on ({by}) group_left () {_exporter_clock_offset(by, matchers)})"
+    horizon = matchers.exporter_series(names.MODEL_RECENCY_HORIZON)
     return (f"(({moved} or {served}) >= (time() - {window_s:g})) "
-            f"or (max by ({by}) ({last_served}) * 0)")
+            f"or (max by ({by}) ({last_served}) * 0) or (max by ({by}) ({horizon}) * 0)")

@@ -51,11 +51,21 @@ def fleet(now: float) -> list[Sample]:
         *served("team-a", "a-3", at, {"old": at - 2 * RECENT_MODELS_WINDOW_S}),
         # ModelMesh without per-model metrics: no series at all.
         *exporter_series("team-b", "b-1", at, values | {clock: at}, last_success=at - 2),
+        # Per-model metrics on, but no request ever ran in this pod (an idle pod, one a scale-up added): the exporter
+        # declares the family with no sample, which Prometheus keeps nothing of, beside its horizon gauge.
+        *exporter_series("team-a", "a-4", at, values | {clock: at}, last_success=at - 2),
+        horizon("team-a", "a-4", at),
     ]
 
 
+def horizon(namespace: str, pod: str, at: float) -> Sample:
+    """The exporter's model-recency horizon (an hour), published wherever it reports per-model use."""
+    labels = {"namespace": namespace, "pod": pod, "job": "modelmesh-exporter", "instance": f"{pod}:9187"}
+    return Sample(names.MODEL_RECENCY_HORIZON, labels, 3600.0, at)
+
+
 def discovery() -> StaticDiscovery:
-    return StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1", "a-2", "a-3"],
+    return StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1", "a-2", "a-3", "a-4"],
                                (MLSERVER.namespace, MLSERVER.deployment): ["b-1"]})
 
 
@@ -77,6 +87,9 @@ async def test_each_pod_carries_the_models_it_served_on_the_adapters_clock(
     assert pods["a-1"].recent_models == pytest.approx({"mnist": at - 20, 'say "hi"\n': at - 300}, abs=1e-3)
     assert pods["a-2"].recent_models == pytest.approx({"mnist": at - 30}, abs=1e-3)  # +Inf and NaN dropped
     assert pods["a-3"].recent_models == {}
+    # Served none, not missing: read as missing, three idle pods of four held a runtime whose traffic stopped at
+    # its old cache proposal (an outside tuning review, which the scrape source no longer does).
+    assert pods["a-4"].recent_models == {}
     assert pods["b-1"].recent_models is None
     assert pods["a-2"].requests_per_second == 10 and pods["a-2"].sampled_at == pytest.approx(at - 2, abs=1e-3)
     assert source.errors == {"garbage": 1}  # the +Inf (NaN fails the window in PromQL)
