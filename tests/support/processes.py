@@ -16,7 +16,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
+from tests.support.port_owner import someone_else_listens
 from tests.support.ports import free_port as free_port  # re-exported: servers started here need one
 
 T = TypeVar("T")
@@ -50,16 +52,39 @@ def http_post_json(url: str, body: str, timeout: float = 30.0) -> int:
         return status
 
 
+class PortTakenError(RuntimeError):
+    """What answered a started server's readiness URL is another process: its port was taken before it bound."""
+
+
+def _started_name(process: subprocess.Popen[bytes]) -> str:
+    args = [str(arg) for arg in process.args] if isinstance(process.args, Sequence) else [str(process.args)]
+    return args[2] if len(args) > 2 and args[1] == "-m" else Path(args[0]).name
+
+
 def wait_until_answers(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 60.0) -> None:
+    """Wait until `process` answers at `url`; an answer from anyone else on that port fails at once.
+
+    An answer alone proves only that something listens there: in CI another test run's ModelMesh stand-in, which
+    answers every path, held an exporter's port, and the test read the stand-in's metrics as the exporter's. So
+    the answer counts once the listening socket is the started process's own (a look at /proc, no wait)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"{process.args!r} exited with {process.returncode}:\n{log.read_text()}")
         try:
             http_get(url, timeout=1.0)
-            return
         except (OSError, urllib.error.URLError):
             time.sleep(0.1)
+            continue
+        holder = someone_else_listens(url, process.pid)
+        if holder is None:
+            return
+        port = urlsplit(url).port
+        raise PortTakenError(
+            f"port {port} is held by another process ({holder}), not the {_started_name(process)} we started "
+            f"(pid {process.pid}): a port-block collision: another test run on this machine took a port from the "
+            f"same block (tests/support/ports.py); give each checkout its own TEST_PORT_BLOCK_OFFSET.\n"
+            f"{log.read_text()}")
     raise TimeoutError(f"{url} did not answer within {timeout} s:\n{log.read_text()}")
 
 

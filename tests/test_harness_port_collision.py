@@ -1,0 +1,37 @@
+"""The harness's readiness: a server a test starts is ready when IT answers, not when anything on its port does.
+
+In CI, another checkout's test run shared this run's port block; its ModelMesh stand-in (answering every path with
+its body) took the port an exporter test had chosen, the exporter could not bind it, and `running` took the
+stand-in's answer at /healthz for the exporter being up: the test then asserted on someone else's server."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.exporter.modelmesh_wire import answering_in_a_thread
+from tests.support.processes import PortTakenError, free_port, http_get, running
+
+
+def test_a_port_held_by_a_server_answering_every_path_is_not_the_server_we_started(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    with answering_in_a_thread(lambda path: b"someone else's body\n") as other:
+        port = urlsplit(other).port
+        with pytest.raises(PortTakenError) as refused, running(
+                ["http.server", "--bind", "127.0.0.1", str(port)], f"http://127.0.0.1:{port}/healthz", log):
+            pass
+    said = str(refused.value)
+    assert f"port {port} is held by another process (pid {os.getpid()}: " in said
+    assert "not the http.server we started" in said
+    assert "TEST_PORT_BLOCK_OFFSET" in said
+
+
+def test_a_server_listening_on_every_address_is_ready_at_its_loopback_url(tmp_path: Path) -> None:
+    port = free_port()
+    (tmp_path / "healthz").write_text("ok\n")
+    with running(["http.server", "--directory", str(tmp_path), str(port)], f"http://127.0.0.1:{port}/healthz",
+                 tmp_path / "server.log"):
+        assert http_get(f"http://127.0.0.1:{port}/healthz") == (200, "ok\n")
