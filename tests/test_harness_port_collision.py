@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.exporter.modelmesh_wire import answering_in_a_thread
-from tests.support.processes import PortTakenError, free_port, http_get, running
+from tests.support.ports import machine_has_ipv6
+from tests.support.processes import PortTakenError, free_port, http_get, running, start, stop, wait_until_answers
 
 
 def test_a_port_held_by_a_server_answering_every_path_is_not_the_server_we_started(tmp_path: Path) -> None:
@@ -35,3 +36,22 @@ def test_a_server_listening_on_every_address_is_ready_at_its_loopback_url(tmp_pa
     with running(["http.server", "--directory", str(tmp_path), str(port)], f"http://127.0.0.1:{port}/healthz",
                  tmp_path / "server.log"):
         assert http_get(f"http://127.0.0.1:{port}/healthz") == (200, "ok\n")
+
+
+@pytest.mark.parametrize(("held_on", "ours_on", "host"), [
+    ("127.0.0.74", "127.0.0.74", "127.0.0.74"),  # a pod's own loopback address, as cluster mode gives each pod
+    ("0.0.0.0", "127.0.0.1", "127.0.0.1"),  # a holder on every address takes the port on loopback too
+    pytest.param("::1", "::1", "[::1]", marks=pytest.mark.skipif(not machine_has_ipv6(), reason="no IPv6 here")),
+])
+def test_another_process_holding_the_address_is_named(tmp_path: Path, held_on: str, ours_on: str,
+                                                        host: str) -> None:
+    port = free_port()
+    holder = start(["http.server", "--bind", held_on, str(port)], tmp_path / "holder.log")
+    try:
+        wait_until_answers(f"http://{host}:{port}/", holder, tmp_path / "holder.log")
+        with pytest.raises(PortTakenError, match=rf"port {port} is held by another process \(pid {holder.pid}: "), \
+                running(["http.server", "--bind", ours_on, str(port)], f"http://{host}:{port}/healthz",
+                        tmp_path / "ours.log"):
+            pass
+    finally:
+        stop(holder)
