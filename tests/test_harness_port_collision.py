@@ -7,6 +7,8 @@ stand-in's answer at /healthz for the exporter being up: the test then asserted 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -55,3 +57,21 @@ def test_another_process_holding_the_address_is_named(tmp_path: Path, held_on: s
             pass
     finally:
         stop(holder)
+
+
+def test_two_test_runs_sharing_a_port_block_are_never_handed_the_same_port() -> None:
+    """Two checkouts whose offsets wrap onto one block (or that were given the same offset) each ask for ports
+    while the other still holds its own, not yet bound: the second run is handed none of the first's."""
+    asking = ("import sys; from tests.support.ports import free_port; print(*(free_port() for _ in range(3)), "
+              "flush=True); sys.stdin.read()")
+    env = {**os.environ, "PYTEST_XDIST_WORKER": "gw0", "TEST_PORT_BLOCK_OFFSET": os.environ.get(
+        "TEST_PORT_BLOCK_OFFSET", "0")}
+    runs = [subprocess.Popen([sys.executable, "-c", asking], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             env=env, text=True) for _ in range(2)]
+    try:
+        handed = [set(map(int, run.stdout.readline().split())) for run in runs if run.stdout is not None]
+    finally:
+        for run in runs:
+            run.communicate("")
+    assert len(handed[0]) == len(handed[1]) == 3
+    assert not handed[0] & handed[1]

@@ -5,13 +5,23 @@ the moment the child process binds it, any outgoing connection on this machine (
 Prometheus itself) may take it as its local port: with two test processes running at once that happened in CI
 ("Address already in use"). So ports come from below the ephemeral range, where the kernel never hands out
 local ports, from a block of its own for each pytest-xdist worker, so that two workers never pick the same one.
+
+Blocks are per worker of one run; two checkouts testing on one machine at once are kept apart by
+`TEST_PORT_BLOCK_OFFSET`, which wraps, and in CI two runs shared a block: one's ModelMesh stand-in took the port
+the other had just chosen for an exporter. So each port handed out is also claimed machine-wide (a lock on a
+file named after it) until its server has long bound it; a run never hands out a port another run has claimed.
+What still slips through (a run of an older checkout, a process outside the tests) is refused at readiness
+(tests/support/port_owner.py).
 """
 
 from __future__ import annotations
 
+import collections
+import fcntl
 import itertools
 import os
 import socket
+import tempfile
 from pathlib import Path
 
 _BLOCK = 500
@@ -48,12 +58,38 @@ def _bindable(port: int) -> bool:
         return True
 
 
+_CLAIMS = Path(tempfile.gettempdir()) / "modelmesh-autoscaler-test-ports"
+_CLAIMS_HELD = 64
+"""Claims this process keeps, the newest: a server binds its port within seconds, by when a test has asked for
+a few ports more, never 64; and a bound port needs no claim (nobody else can bind it)."""
+_claims: collections.deque[int] = collections.deque()
+
+
+def _claimed(port: int) -> bool:
+    """Claim `port` for this process unless another process has; the lock goes with the descriptor, so a run
+    that dies leaves nothing claimed."""
+    try:
+        _CLAIMS.mkdir(mode=0o777, exist_ok=True)
+        descriptor = os.open(_CLAIMS / str(port), os.O_CREAT | os.O_RDWR, 0o666)
+    except OSError:  # another user's folder: no claim to take here; readiness still refuses a stranger
+        return True
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(descriptor)
+        return False
+    _claims.append(descriptor)
+    if len(_claims) > _CLAIMS_HELD:
+        os.close(_claims.popleft())
+    return True
+
+
 def free_port() -> int:
     """A port on 127.0.0.1 that nothing holds now and that no other test process and no outgoing connection
     will take before the server this test starts binds it."""
     for _ in range(_BLOCK):
         port = next(_candidates)
-        if _bindable(port):
+        if _bindable(port) and _claimed(port):
             return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
