@@ -40,6 +40,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from tests.support.port_owner import someone_else_listens
 from tests.support.ports import free_port
 
 PROMETHEUS_BIN = "/usr/bin/prometheus"
@@ -378,7 +379,15 @@ class PrometheusServer:
             try:
                 status, _ = await self.get("/-/ready", timeout_s=1.0)
                 if status == 200:
-                    return
+                    # another run's server on a port of the same block answers too (tests/support/port_owner.py)
+                    holder = someone_else_listens(self.url, proc.pid)
+                    if holder is None:
+                        return
+                    await self.kill()
+                    raise PrometheusTestError(
+                        f"port {self.port} is held by another process ({holder}), not the Prometheus started here: "
+                        "another test run on this machine took a port of the same block; give each checkout its "
+                        "own TEST_PORT_BLOCK_OFFSET")
             except OSError:
                 pass  # not listening yet
             if loop.time() >= deadline:
