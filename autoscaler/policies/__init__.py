@@ -1,6 +1,7 @@
 """Pure decisions: every function here is a function of a snapshot, a policy and a clock, and does no I/O.
 
-- `aggregation`: per-signal freshness, the skew-aware power mean, cache pressure.
+- `aggregation`: per-signal freshness, the skew-aware power mean, cache pressure; `runtime_aggregate`: the
+  `Aggregate` it makes; `pod_codes`: the per-pod tuples read off its pass's state codes.
 - `copies_in_use`: the model copies the pods served lately, which the cache need counts.
 - `recommendation`: desired replicas from the aggregates (capacity, queue and cache terms, bounds).
 - `smoothing`: up at once, down exponentially, held while data is missing.

@@ -47,7 +47,6 @@ from typing import Final
 
 from autoscaler.model import PodSample, PodViews, RuntimeKey, RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
-from autoscaler.policies.aggregation import Aggregate
 from autoscaler.policies.bounded_cache import stored
 from autoscaler.policies.gpu_forgetting import NO_GPU_COLLECTOR, has_no_gpu, remembers_gpu
 from autoscaler.policies.models_forgetting import forgets_models
@@ -56,6 +55,7 @@ from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.ranking import WeightedTerm, default_terms
 from autoscaler.policies.recency_horizon import short_horizon_warning
 from autoscaler.policies.recommendation import CACHE, GPU, NO_CAPACITY_SETTING, QUEUE, REQUESTS, ceil_pods, recommend
+from autoscaler.policies.runtime_aggregate import Aggregate
 from autoscaler.policies.runtime_memory import NO_MEMORY, RuntimeMemory, without_gpu, without_models
 from autoscaler.policies.signal_profile import DESCRIBED, PROFILES, work_out_profile
 from autoscaler.policies.signals import (

@@ -16,7 +16,7 @@ from itertools import repeat
 from typing import Final
 
 from autoscaler.model import PodRow, PodSample, PodViews
-from autoscaler.policies.aggregation import Aggregate, scan_pods, set_models_in_use
+from autoscaler.policies.aggregation import scan_pods
 from autoscaler.policies.bounded_cache import stored
 from autoscaler.policies.copies_in_use import counted_copies, fresh_models_in_use
 from autoscaler.policies.policy import RuntimePolicy
@@ -31,6 +31,7 @@ from autoscaler.policies.ranking import (
     WeightedTerm,
     rank_pods,
 )
+from autoscaler.policies.runtime_aggregate import Aggregate, set_models_in_use
 from autoscaler.policies.signals import ALL_FRESH
 from autoscaler.policies.slots import slot_builder
 

@@ -16,7 +16,7 @@ from typing import Final
 
 from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
-from autoscaler.policies.aggregation import Aggregate, aggregate
+from autoscaler.policies.aggregation import aggregate
 from autoscaler.policies.decision import VALUE_SIGNAL, no_capacity_signal
 from autoscaler.policies.podviews import pod_views
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
@@ -36,6 +36,7 @@ from autoscaler.policies.recommendation import (
     Recommendation,
     ceil_pods,
 )
+from autoscaler.policies.runtime_aggregate import Aggregate
 from autoscaler.policies.runtime_memory import NO_MEMORY, RuntimeMemory
 from autoscaler.policies.signals import (
     SIGNAL_CACHE,

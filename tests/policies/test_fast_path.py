@@ -18,13 +18,14 @@ from hypothesis import strategies as st
 
 from autoscaler.model import PodSample, PodViews
 from autoscaler.policies import decision
-from autoscaler.policies.aggregation import HELD_SAMPLE_S, Aggregate, aggregate
+from autoscaler.policies.aggregation import HELD_SAMPLE_S, aggregate
 from autoscaler.policies.decision import decide
 from autoscaler.policies.podviews import examine_pods, pod_views
 from autoscaler.policies.policy import PROPOSAL_LIMIT, RuntimePolicy, lower_bound
 from autoscaler.policies.power_mean import power_mean, power_mean_bounded, rate_summary, request_weights
 from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
 from autoscaler.policies.recommendation import ceil_pods
+from autoscaler.policies.runtime_aggregate import Aggregate
 from autoscaler.policies.samples import clean_sample, oldest_fresh
 from autoscaler.policies.signals import SIGNAL_MODELS, SIGNALS
 from autoscaler.policies.smoothing import SmoothState, smooth
