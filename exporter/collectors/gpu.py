@@ -35,7 +35,8 @@ from prometheus_client.registry import Collector
 
 from exporter import names, nvml
 from exporter.collectors.health import CollectorHealth
-from exporter.gpu_sampler import GpuReading, GpuSampler, PassOutcome
+from exporter.gpu_readings import GpuReading, PassOutcome
+from exporter.gpu_sampler import GpuSampler
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporter import names, nvml
 from exporter.collectors.gpu import GpuCollector
 from exporter.collectors.health import CollectorHealth
-from exporter.gpu_sampler import UNMEASURED_AFTER_S
+from exporter.gpu_unmeasured import UNMEASURED_AFTER_S
 from tests.exporter import gpu_rig
 from tests.exporter.gpu_rig import START, Clock, exporter_in_a_hung_pass
 from tests.fakes.nvml import (
