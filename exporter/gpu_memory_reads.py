@@ -9,7 +9,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Final
 
-from exporter import nvml
+from exporter import nvml, nvml_devices, nvml_errors
 from exporter.gpu_busy import Busy
 from exporter.nvml_refusals import RefusedQueries
 
@@ -36,7 +36,8 @@ class GpuMemoryReads:
         """Forget the refusals of the devices not chosen (NVML re-initialised without them)."""
         self._memory_refused.keep_only(chosen)
 
-    def read(self, session: nvml.NvmlSession, device: nvml.Device, busy: Busy | None) -> nvml.MemoryInfo | None:
+    def read(self, session: nvml.NvmlSession, device: nvml_devices.Device,
+             busy: Busy | None) -> nvml_devices.MemoryInfo | None:
         """The device's memory, None where unsupported (said once per device). A refusal for good stands for
         `MEMORY_ASKED_AGAIN_S` without asking: a unified-memory GPU was asked at every pass, a call that could only
         fail, beside its utilization (which stays asked at every pass: its busy ratio is wanted the pass it answers)."""
@@ -44,7 +45,7 @@ class GpuMemoryReads:
             return None
         try:
             return session.memory(device)
-        except nvml.NotSupported as error:
+        except nvml_errors.NotSupported as error:
             if _refused_for_good(device, error):
                 self._memory_refused.remember(device.uuid, error)
             if device.uuid not in self._without_memory:
@@ -54,11 +55,11 @@ class GpuMemoryReads:
             return None
 
 
-def _refused_for_good(device: nvml.Device, refusal: nvml.NotSupported) -> bool:
+def _refused_for_good(device: nvml_devices.Device, refusal: nvml_errors.NotSupported) -> bool:
     """Whether NVML's refusal of a device's memory query will stand: a MIG device's, whatever the code (NVML refuses
     one's memory in a container on a MIG GPU for good), and a whole GPU's that lacks the query (NOT_SUPPORTED). A
     whole GPU refused it NO_PERMISSION is this container's standing, which may change: it is asked at every pass."""
-    return device.is_mig or not isinstance(refusal, nvml.NotPermitted)
+    return device.is_mig or not isinstance(refusal, nvml_errors.NotPermitted)
 
 
 def _busy_beside_memory(busy: Busy | None) -> str:

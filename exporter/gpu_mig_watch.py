@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from exporter import nvml
+from exporter import nvml, nvml_devices, nvml_errors
 
 __all__ = ["MIG_RECHECK_S", "MigWatched", "gpu_of", "mig_changes", "mig_watched", "why_mig_device_failed"]
 
@@ -22,17 +22,17 @@ passes, 0.8 + 0.2 a MIG device a pass, about its memory read's 1 a pass (what a 
 utilization asked once a minute: 3 a pass before; its memory too where NVML refuses it). Every pass would have
 doubled the cost. A destroyed device is found sooner: at the pass its read fails."""
 
-MigWatched = dict[str, tuple[nvml.Device, dict[str, str]]]
+MigWatched = dict[str, tuple[nvml_devices.Device, dict[str, str]]]
 """GPUs in MIG mode, by UUID: a device on it to list its MIG devices by, and the MIG devices (UUID: label) on it."""
 
 
-def gpu_of(device: nvml.Device) -> tuple[str, str]:
+def gpu_of(device: nvml_devices.Device) -> tuple[str, str]:
     """(label, UUID) of the GPU of a device: the device itself, or a MIG device's GPU."""
     return device.label.split("/")[0], device.parent_uuid or device.uuid
 
 
-def mig_watched(visible: Sequence[nvml.Device], sampled: Sequence[nvml.Device],
-                mig_empty: Sequence[nvml.Device]) -> MigWatched:
+def mig_watched(visible: Sequence[nvml_devices.Device], sampled: Sequence[nvml_devices.Device],
+                mig_empty: Sequence[nvml_devices.Device]) -> MigWatched:
     """The GPUs of the MIG devices `sampled` and the GPUs in MIG mode with none yet (`mig_empty`), each with a device
     to list its MIG devices by and the visible MIG devices on it (UUID: label), to tell a change from."""
     watched: MigWatched = {}
@@ -43,8 +43,8 @@ def mig_watched(visible: Sequence[nvml.Device], sampled: Sequence[nvml.Device],
     return watched
 
 
-def why_mig_device_failed(session: nvml.NvmlSession, device: nvml.Device, switched: Mapping[tuple[str, str], str],
-                          watched: MigWatched) -> str | None:
+def why_mig_device_failed(session: nvml.NvmlSession, device: nvml_devices.Device,
+                          switched: Mapping[tuple[str, str], str], watched: MigWatched) -> str | None:
     """Why a MIG device's read failed where its GPU is still there: it left MIG mode, or the MIG device was
     destroyed (it then read as a GPU lost until NVML re-initialised); None for a failure of the device itself."""
     gpu = gpu_of(device)
@@ -56,15 +56,15 @@ def why_mig_device_failed(session: nvml.NvmlSession, device: nvml.Device, switch
     return mig_changes(session, {gpu[1]: on_gpu}).get(gpu) if on_gpu is not None else None
 
 
-def _left_mig_mode(session: nvml.NvmlSession, device: nvml.Device) -> bool:
+def _left_mig_mode(session: nvml.NvmlSession, device: nvml_devices.Device) -> bool:
     """Whether the GPU of a MIG device that failed is out of MIG mode now (its MIG devices are gone)."""
     try:
         return not session.mig_enabled(device)
-    except nvml.NvmlError:
+    except nvml_errors.NvmlError:
         return False  # the GPU does not answer either: lost, as before
 
 
-def mig_changes(session: nvml.NvmlSession, watched: Mapping[str, tuple[nvml.Device, dict[str, str]]]
+def mig_changes(session: nvml.NvmlSession, watched: Mapping[str, tuple[nvml_devices.Device, dict[str, str]]]
                 ) -> dict[tuple[str, str], str]:
     """The GPUs of `watched` whose MIG devices are not the ones enumerated, with what changed.
 
@@ -73,7 +73,7 @@ def mig_changes(session: nvml.NvmlSession, watched: Mapping[str, tuple[nvml.Devi
     for device, known in watched.values():
         try:
             now = {mig.uuid: mig.label for mig in session.mig_devices(device)}
-        except nvml.NvmlError:
+        except nvml_errors.NvmlError:
             continue
         created = [f"GPU {label} {uuid}" for uuid, label in now.items() if uuid not in known]
         destroyed = [f"GPU {label} {uuid}" for uuid, label in known.items() if uuid not in now]

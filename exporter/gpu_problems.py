@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from exporter import nvml
+from exporter import nvml, nvml_devices, nvml_errors
 
 __all__ = ["MIG_HINT", "NOT_VISIBLE_CODES", "NOT_VISIBLE_HINT", "VERSION_MISMATCH_HINT", "dropped", "nothing_to_sample",
            "said", "selection_problems"]
@@ -35,7 +35,7 @@ VERSION_MISMATCH_HINT = (
 """Said with NVML_ERROR_LIB_RM_VERSION_MISMATCH, at init or mid-run: NVML's words name neither cause nor cure."""
 
 
-def said(error: nvml.NvmlError) -> str:
+def said(error: nvml_errors.NvmlError) -> str:
     """The error as the log and the health line say it: with what to do, where NVML's words do not say."""
     if error.code == nvml.LIB_RM_VERSION_MISMATCH:
         return f"{error} ({VERSION_MISMATCH_HINT})"
@@ -54,7 +54,7 @@ def nothing_to_sample(not_permitted: Sequence[str]) -> str:
             f"them); {MIG_HINT}")
 
 
-def _configured_of_others(gpu: nvml.Device, not_permitted: Sequence[str]) -> str:
+def _configured_of_others(gpu: nvml_devices.Device, not_permitted: Sequence[str]) -> str:
     """A GPU named in --gpu-uuids whose MIG devices are all another container's: it was said "not visible", and
     "this container sees none", which sent the operator after a UUID that was right."""
     labels = ", ".join(f"GPU {label}" for label in not_permitted if label.startswith(f"{gpu.index}/"))
@@ -62,16 +62,16 @@ def _configured_of_others(gpu: nvml.Device, not_permitted: Sequence[str]) -> str
             f"({labels}: NVML gives this container no permission on them); {MIG_HINT}")
 
 
-def selection_problems(inventory: nvml.Inventory, selection: nvml.Selection, mig_empty: Sequence[nvml.Device],
-                       uuids: Sequence[str]) -> list[str]:
+def selection_problems(inventory: nvml_devices.Inventory, selection: nvml_devices.Selection,
+                       mig_empty: Sequence[nvml_devices.Device], uuids: Sequence[str]) -> list[str]:
     """What the devices chosen (`selection` of `inventory`, by `uuids` if any) leave unsampled, each in the words that
     send the operator to the right fix: GPUs in MIG mode with no MIG device yet (`mig_empty`), configured GPUs whose
     MIG devices are all another container's, configured UUIDs not visible (with what this container does see), and
     GPUs that failed while being enumerated."""
     # Configured GPUs whose MIG devices are all another container's: seen, so not "not visible".
-    of_others = nvml.select_devices(inventory.mig_of_others, uuids).devices if uuids else ()
+    of_others = nvml_devices.select_devices(inventory.mig_of_others, uuids).devices if uuids else ()
     missing = [uuid for uuid in selection.missing
-               if not nvml.select_devices((*mig_empty, *of_others), [uuid]).devices]
+               if not nvml_devices.select_devices((*mig_empty, *of_others), [uuid]).devices]
     problems = [f"GPU {gpu.label} {gpu.uuid} is in MIG mode with no MIG device: nothing to sample on it until "
                 "its MIG devices are created (looked for again at each retry)" for gpu in mig_empty]
     problems.extend(_configured_of_others(gpu, inventory.not_permitted) for gpu in of_others)
@@ -87,7 +87,7 @@ def selection_problems(inventory: nvml.Inventory, selection: nvml.Selection, mig
     return problems
 
 
-def dropped(device: nvml.Device, error: nvml.NvmlError) -> str:
+def dropped(device: nvml_devices.Device, error: nvml_errors.NvmlError) -> str:
     """A GPU dropped after an error, with its cause, in the same words at the pass that drops it and at every pass
     until NVML re-initialises: a GPU that still enumerates is read again at each re-initialisation and fails again,
     and two texts taking turns (NVML's error, then the bare "dropped") made CollectorHealth log the one outage

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from exporter import nvml
+from exporter import nvml, nvml_devices, nvml_errors
 from exporter.gpu_busy import Busy, BusyWindow
 from exporter.gpu_memory_reads import GpuMemoryReads
 from exporter.gpu_mig_watch import MIG_RECHECK_S, MigWatched, gpu_of, mig_changes, mig_watched, why_mig_device_failed
@@ -76,7 +76,7 @@ class GpuSampler:
         # NVML state: used only under _lock, by one pass at a time.
         self._lock = threading.Lock()
         self._session: nvml.NvmlSession | None = None
-        self._devices: tuple[nvml.Device, ...] = ()
+        self._devices: tuple[nvml_devices.Device, ...] = ()
         self._busy = BusyWindow(window_s, monotonic)
         self._standing_problems: tuple[str, ...] = ()
         self._announced: tuple[str, str] | None = None
@@ -128,19 +128,19 @@ class GpuSampler:
         self._disconnect()
         try:
             session = self._open_nvml()
-        except nvml.NvmlError as error:
-            if isinstance(error, nvml.NvmlUnavailable) and error.code in NOT_VISIBLE_CODES:
+        except nvml_errors.NvmlError as error:
+            if isinstance(error, nvml_errors.NvmlUnavailable) and error.code in NOT_VISIBLE_CODES:
                 return f"{error} ({NOT_VISIBLE_HINT})"
             return said(error)
         try:
             inventory = session.inventory()
             driver = session.driver_version()
-        except nvml.NvmlError as error:
+        except nvml_errors.NvmlError as error:
             session.close()
             return said(error)
-        selection = nvml.select_devices(inventory.devices, self._uuids)
+        selection = nvml_devices.select_devices(inventory.devices, self._uuids)
         # GPUs in MIG mode with no MIG device yet: not missing, not lost, not sampled; said as what they are.
-        mig_empty = nvml.select_devices(inventory.mig_without_devices, self._uuids).devices
+        mig_empty = nvml_devices.select_devices(inventory.mig_without_devices, self._uuids).devices
         problems = selection_problems(inventory, selection, mig_empty, self._uuids)
         if not self._uuids and not inventory.failures:  # with failures, those are the problem said
             problems.extend(self._gone((*selection.devices, *mig_empty)))
@@ -166,7 +166,7 @@ class GpuSampler:
         self._announced = announced
         return None
 
-    def _gone(self, devices: Sequence[nvml.Device]) -> list[str]:
+    def _gone(self, devices: Sequence[nvml_devices.Device]) -> list[str]:
         """Problems for the GPUs sampled before and not enumerated now; remembers the ones enumerated now."""
         now = {uuid: label for label, uuid in map(gpu_of, devices)}
         gone = [f"GPU {uuid} (GPU {label} when last seen) is no longer visible to NVML: lost, or gone at a driver "
@@ -195,7 +195,8 @@ class GpuSampler:
         readings: list[GpuReading] = []
         problems = list(self._standing_problems)
         lost: dict[str, str] = {}  # UUID: why it is dropped, said the same at every pass until it is back
-        unmeasured: list[tuple[nvml.Device, nvml.NotSupported]] = []  # devices NVML gives no busy ratio, for good
+        # devices NVML gives no busy ratio, for good
+        unmeasured: list[tuple[nvml_devices.Device, nvml_errors.NotSupported]] = []
         switched: dict[tuple[str, str], str] = {}  # (GPU label, GPU UUID): why its devices are enumerated again
         if not enumerated and now >= self._mig_recheck_at:
             self._mig_recheck_at = now + MIG_RECHECK_S
@@ -210,12 +211,12 @@ class GpuSampler:
                     switched[gpu_of(device)] = ("is now in MIG mode, where NVML measures no utilization of the "
                                                  "whole GPU")
                     continue
-            except nvml.NvmlUnavailable as error:
+            except nvml_errors.NvmlUnavailable as error:
                 # NVML itself is gone (driver unloaded, uninitialised under us): start over.
                 self._disconnect()
                 self._schedule_reconnect(now)
                 return PassOutcome((), (said(error),))
-            except nvml.NvmlError as error:
+            except nvml_errors.NvmlError as error:
                 why = None if enumerated or not device.is_mig else why_mig_device_failed(
                     self._session, device, switched, self._mig_watched)
                 if why is not None:
@@ -256,8 +257,8 @@ class GpuSampler:
         return self._read_devices(now, enumerated=True)
 
     def _read_device(
-        self, session: nvml.NvmlSession, device: nvml.Device,
-    ) -> tuple[GpuReading, nvml.NotSupported | None]:
+        self, session: nvml.NvmlSession, device: nvml_devices.Device,
+    ) -> tuple[GpuReading, nvml_errors.NotSupported | None]:
         """Busy and memory of one device, and NVML's refusal of its utilization; other errors raise.
 
         Unsupported utilization is None and the refusal, which the caller judges: the busy ratio is the signal the
@@ -265,10 +266,10 @@ class GpuSampler:
         Unsupported memory is only None, said once per GPU in the log: unified-memory GPUs (GB10, Grace
         parts) never report it, and a collector failing for good over a series no decision reads would make
         the pod's GPU signal stale forever and hold its runtime's scale-down."""
-        refusal: nvml.NotSupported | None = None
+        refusal: nvml_errors.NotSupported | None = None
         try:
             busy: Busy | None = self._busy.busy_ratio(session, device, self._clock)
-        except nvml.NotSupported as error:
+        except nvml_errors.NotSupported as error:
             busy, refusal = None, error
         memory = self._memory.read(session, device, busy)
         reading = GpuReading(

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from exporter import nvml
+from exporter import nvml_devices, nvml_errors
 from exporter.gpu_problems import MIG_HINT
 from exporter.gpu_readings import GpuReading
 
@@ -57,16 +57,16 @@ class UnmeasuredGpus:
         kept = set(chosen)
         self._refusing_since = {uuid: since for uuid, since in self._refusing_since.items() if uuid in kept}
 
-    def never_measured(self, device: nvml.Device, refusal: nvml.NotSupported, now: float) -> bool:
+    def never_measured(self, device: nvml_devices.Device, refusal: nvml_errors.NotSupported, now: float) -> bool:
         """Whether a whole GPU's refused utilization is one NVML does not measure: NOT_SUPPORTED (not this container's
         NO_PERMISSION, which may change) on a GPU that has given no busy ratio since the exporter started, its first
         refusal `UNMEASURED_AFTER_S` ago. Sooner, it may be a busy GPU being reset (`refused_utilization`)."""
-        if isinstance(refusal, nvml.NotPermitted) or device.uuid in self._measured:
+        if isinstance(refusal, nvml_errors.NotPermitted) or device.uuid in self._measured:
             return False
         since = self._refusing_since.setdefault(device.uuid, now)
         return now - since >= UNMEASURED_AFTER_S
 
-    def refused_utilization(self, device: nvml.Device, refusal: nvml.NotSupported) -> str:
+    def refused_utilization(self, device: nvml_devices.Device, refusal: nvml_errors.NotSupported) -> str:
         """The failure of a whole GPU refused its utilization: one that answered before (as busy as ever, perhaps),
         one refused NO_PERMISSION, and one on probation, which the line says is taken as one NVML does not measure
         if it goes on refusing: an operator read only that it failed, and then, with success, that it was left out."""
@@ -76,7 +76,7 @@ class UnmeasuredGpus:
                         f"{_minutes(UNMEASURED_AFTER_S)} if it never answers)")
         return problem
 
-    def problems(self, unmeasured: Sequence[tuple[nvml.Device, nvml.NotSupported]],
+    def problems(self, unmeasured: Sequence[tuple[nvml_devices.Device, nvml_errors.NotSupported]],
                  readings: Sequence[GpuReading]) -> list[str]:
         """The devices NVML gives no busy ratio (MIG devices, whole GPUs it never measured past their probation,
         `UNMEASURED_AFTER_S`) as problems, or none where another device gives one.
