@@ -68,6 +68,7 @@ from autoscaler.policies.signal_profile import DESCRIBED, PROFILES, work_out_pro
 from autoscaler.policies.signals import SIGNAL_GPU, SIGNALS, SignalStats
 from autoscaler.policies.slots import slot_builder
 from autoscaler.policies.smoothing import SmoothState
+from autoscaler.policies.surge_pods import NO_SURGE, counted_as_surge, shown_ready, surge_pods, surge_words
 from autoscaler.policies.unready_pods import (
     NO_CLOCKS,
     UnreadyClocks,
@@ -186,6 +187,10 @@ def decide(
     if agg.ready != len(snapshot.pods):  # some pod is not Ready (rare): one that was serving counts as missing data
         agg, pods, unready, unready_names, unready_clocks = _hold_unready(
             snapshot, policy, memory, now, at, policy_terms, agg, pods)
+    surge = NO_SURGE
+    replicas = snapshot.replicas
+    if replicas is not None and agg.ready > replicas:  # a rollout's new pods, Ready before the old go (rare)
+        agg, pods, surge = _leave_out_surge(snapshot, policy, memory, now, policy_terms, agg, pods, unready_names)
     if (agg.signals[SIGNAL_GPU].absent and snapshot.source_ok and has_no_gpu(agg.signals[SIGNAL_GPU], agg.ready)
             and remembers_gpu(memory.seen, memory.proposals, memory.smoothed)):  # rare: once, as its pods move
         memory = without_gpu(snapshot.key, memory)
@@ -237,6 +242,9 @@ def decide(
         reason = _reason(snapshot, agg, policy, known, memory, held, by_signal)
     if rec.explained and known:  # the cache need decided: say so, in /debug and the logs
         reason = f"{reason}; {rec.explained}" if reason else rec.explained
+    if surge:  # say which pods the values leave out, and why
+        words = surge_words(surge, agg.ready + len(surge), replicas)  # type: ignore[arg-type]  # surge: known
+        reason = f"{reason}; {words}" if reason else words
     consecutive_misses = 0 if complete else memory.consecutive_misses + 1
     view = _view(
         snapshot.key,  # key
@@ -297,3 +305,22 @@ def _hold_unready(
     if memory.unready:  # a pod held until now and left out (one Ready again or gone needs no word): said once
         say_left_out(snapshot.key, memory.unready, unready_names, snapshot.pods, at, unready_clocks)
     return agg, pods, unready, unready_names, unready_clocks
+
+
+def _leave_out_surge(
+    snapshot: RuntimeSnapshot, policy: RuntimePolicy, memory: RuntimeMemory, now: float,
+    policy_terms: tuple[WeightedTerm, ...], agg: Aggregate, pods: PodViews, unready_names: frozenset[str],
+) -> tuple[Aggregate, PodViews, tuple[str, ...]]:
+    """For a runtime with more Ready pods than its Deployment's replicas (`surge_pods`): the idle pods beyond the
+    replicas are left out of the aggregate (still shown Ready in the pod views); the aggregate, the pod views and
+    the names of the pods left out. `agg` and `pods` as given when none is idle."""
+    surge = surge_pods(snapshot.pods, agg.ready, snapshot.replicas)
+    if surge:
+        counted = counted_as_surge(snapshot.pods, surge)
+        if unready_names:
+            counted = counted_as_ready(counted, unready_names)
+        agg, pods = examine_pods(counted, policy, now, memory.seen, policy_terms)
+        pods = shown_ready(pods, surge)
+        if unready_names:
+            pods = shown_unready(pods, unready_names)
+    return agg, pods, surge
