@@ -41,8 +41,9 @@ def _newest_first(indexed: tuple[int, PodSample]) -> tuple[float, int]:
 
 def surge_pods(pods: Sequence[PodSample], ready: int, replicas: int | None) -> tuple[str, ...]:
     """The names of the Ready pods to leave out as a rollout's surge: at most `ready - replicas` of the pods that
-    are Ready and carry no load, the newest first. None where `replicas` is unknown or not below `ready`."""
-    if replicas is None or ready <= replicas:
+    are Ready and carry no load, the newest first. None where `replicas` is unknown or not below `ready`, or 0: a
+    Deployment at 0 has no rollout, and its last pods going are scale-to-zero's (`RuntimeView.scaled_to_zero`)."""
+    if replicas is None or ready <= replicas or replicas < 1:
         return NO_SURGE
     idle = [(i, pod) for i, pod in enumerate(pods) if pod.ready and _carries_no_load(pod)]
     if not idle:

@@ -73,6 +73,15 @@ def test_idle_pods_within_the_replicas_still_count() -> None:
     assert "surge" not in view.reason
 
 
+def test_a_deployment_scaled_to_zero_keeps_its_last_idle_pods_counted() -> None:
+    """At 0 replicas there is no rollout: the Ready pods still going are not surge (the view is not scaled to zero
+    while one is Ready)."""
+    view = decided(old_pods([0.0, 0.0]), replicas=0)
+
+    assert view.ready_pods == 2 and not view.scaled_to_zero
+    assert "surge" not in view.reason
+
+
 def test_surge_beyond_replicas_leaves_out_only_pods_without_load() -> None:
     """A new pod already serving is load: it stays counted (the values never lose load)."""
     busy_new = serving("new-busy", 90.0, NOW)
