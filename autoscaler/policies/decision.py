@@ -68,7 +68,7 @@ from autoscaler.policies.signal_profile import DESCRIBED, PROFILES, work_out_pro
 from autoscaler.policies.signals import SIGNAL_GPU, SIGNALS, SignalStats
 from autoscaler.policies.slots import slot_builder
 from autoscaler.policies.smoothing import SmoothState
-from autoscaler.policies.surge_pods import NO_SURGE, counted_as_surge, shown_ready, surge_pods, surge_words
+from autoscaler.policies.surge_pods import NO_SURGE, counted_as_surge, surge_pods, surge_words
 from autoscaler.policies.unready_pods import (
     NO_CLOCKS,
     UnreadyClocks,
@@ -190,7 +190,7 @@ def decide(
     surge = NO_SURGE
     replicas = snapshot.replicas
     if replicas is not None and agg.ready > replicas:  # a rollout's new pods, Ready before the old go (rare)
-        agg, pods, surge = _leave_out_surge(snapshot, policy, memory, now, policy_terms, agg, pods, unready_names)
+        agg, surge = _leave_out_surge(snapshot, policy, memory, now, policy_terms, agg, unready_names)
     if (agg.signals[SIGNAL_GPU].absent and snapshot.source_ok and has_no_gpu(agg.signals[SIGNAL_GPU], agg.ready)
             and remembers_gpu(memory.seen, memory.proposals, memory.smoothed)):  # rare: once, as its pods move
         memory = without_gpu(snapshot.key, memory)
@@ -309,18 +309,18 @@ def _hold_unready(
 
 def _leave_out_surge(
     snapshot: RuntimeSnapshot, policy: RuntimePolicy, memory: RuntimeMemory, now: float,
-    policy_terms: tuple[WeightedTerm, ...], agg: Aggregate, pods: PodViews, unready_names: frozenset[str],
-) -> tuple[Aggregate, PodViews, tuple[str, ...]]:
-    """For a runtime with more Ready pods than its Deployment's replicas (`surge_pods`): the idle pods beyond the
-    replicas are left out of the aggregate (still shown Ready in the pod views); the aggregate, the pod views and
-    the names of the pods left out. `agg` and `pods` as given when none is idle."""
+    policy_terms: tuple[WeightedTerm, ...], agg: Aggregate, unready_names: frozenset[str],
+) -> tuple[Aggregate, tuple[str, ...]]:
+    """For a runtime with more Ready pods than its Deployment's replicas (`surge_pods`): the aggregate without the
+    idle pods beyond the replicas, and their names; `agg` as given when none is idle.
+
+    The pod views stay those with every pod counted: an idle pod's share of the power-mean sum is 0 either way, and
+    ranked among the pods, a surge pod is written its deletion cost as the least needed (left out of the ranking, it
+    kept the cost last written on it, however high, while the writer said the costs were on the pods)."""
     surge = surge_pods(snapshot.pods, agg.ready, snapshot.replicas)
     if surge:
         counted = counted_as_surge(snapshot.pods, surge)
         if unready_names:
             counted = counted_as_ready(counted, unready_names)
-        agg, pods = examine_pods(counted, policy, now, memory.seen, policy_terms)
-        pods = shown_ready(pods, surge)
-        if unready_names:
-            pods = shown_unready(pods, unready_names)
-    return agg, pods, surge
+        agg = examine_pods(counted, policy, now, memory.seen, policy_terms)[0]
+    return agg, surge

@@ -19,7 +19,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import Final
 
-from autoscaler.model import PodSample, PodViews
+from autoscaler.model import PodSample
 
 NO_SURGE: Final[tuple[str, ...]] = ()
 """No pod left out as surge (the usual case: one tuple for every runtime)."""
@@ -56,11 +56,6 @@ def counted_as_surge(pods: Sequence[PodSample], surge: Collection[str]) -> tuple
     """`pods` with the `surge` ones (by name) not Ready, so that neither the values nor the terms' n count them.
     Not Ready without `unready_since`, they are not held as missing data either (`unready_pods`)."""
     return tuple(replace(pod, ready=False, unready_since=None) if pod.name in surge else pod for pod in pods)
-
-
-def shown_ready(views: PodViews, surge: Collection[str]) -> PodViews:
-    """`views` with the `surge` pods shown Ready again (/debug, and the deletion-cost writer reads `ready`)."""
-    return PodViews(tuple((row[0], True, *row[2:]) if row[0] in surge else row for row in views.rows))
 
 
 def surge_words(surge: Sequence[str], ready: int, replicas: int) -> str:
