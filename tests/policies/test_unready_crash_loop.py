@@ -56,10 +56,8 @@ def test_the_reviewers_crash_loop_lets_the_replicas_fall_after_five_minutes(
         while at < crashed + NOT_READY_HOLD_S + 120.0:
             at += STEP_S
             phase = (at - crashed) % 30.0
-            if phase < 26.0:
-                p0 = replace(last_good, ready=False, unready_since=at - phase)
-            else:
-                p0 = sample("p-0", None, at)  # Ready, ModelMesh failing: no rate read yet
+            p0 = (replace(last_good, ready=False, unready_since=at - phase) if phase < 26.0
+                  else sample("p-0", None, at))  # Ready, ModelMesh failing: no rate read yet
             view, memory = decide(snapshot((p0, *quiet(at))), FAST, memory, at, 30.0)
             if at > crashed + NOT_READY_HOLD_S + STEP_S:
                 assert desired(view) == 1.0, (at - crashed, view.held)
