@@ -30,8 +30,9 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.runtime_memory import RuntimeMemory
 from autoscaler.policies.slow_fall import slow_fall
 from autoscaler.policies.warmup import WarmUp, decide_remembering
-from autoscaler.ranking_hold import RankingHold, RankingWrites
+from autoscaler.ranking_hold import RankingWrites
 from autoscaler.running_clock import RunningClock, SourceWait
+from autoscaler.scale_down_hold import RankingHold
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import MetricSource
 from autoscaler.transition_log import RuntimeTransitions

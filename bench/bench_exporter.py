@@ -64,7 +64,7 @@ from prometheus_client import CollectorRegistry, generate_latest, start_http_ser
 from prometheus_client.core import GaugeMetricFamily, Metric  # noqa: E402
 from prometheus_client.registry import Collector  # noqa: E402
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad  # noqa: E402
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad  # noqa: E402
 from bench import stop_on_term  # noqa: E402
 from bench.tail_latency import p99  # noqa: E402
 from exporter import names  # noqa: E402

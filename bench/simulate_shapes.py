@@ -37,7 +37,7 @@ from autoscaler.simulation.cluster_flag_values import cache_models, min_churn_ag
 from autoscaler.simulation.engine import PolicyResult, oracle, simulate
 from autoscaler.simulation.figures import ratio_text
 from autoscaler.simulation.goal import judge
-from autoscaler.simulation.hpa import Behavior, ScalingPolicy, ScalingRules
+from autoscaler.simulation.hpa_spec import Behavior, ScalingPolicy, ScalingRules
 from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SkewAwarePolicy, max_bound
 from autoscaler.simulation.report import MOVED_WORDS
 from autoscaler.simulation.run_size import peak_need, sizing

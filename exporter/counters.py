@@ -30,7 +30,9 @@ whose counts rose faster than the signals' ceilings allow (`exporter.counter_cei
 good values kept, and is the baseline the next readings count on from (`exporter.counter_jumps`): a count that
 jumped once and stays costs one read, not every read after it.
 
-Logs go to the ModelMesh collector's logger (`exporter.collectors.modelmesh`), the one operators filter on.
+Logs go to the ModelMesh collector's logger (`exporter.collectors.modelmesh`), the one operators filter on. What
+proves a new container is in `counter_restarts`, the bodies refused as cut in `counter_body_checks`, the totals and
+the rates over the window in `counter_rates`.
 """
 
 from __future__ import annotations
@@ -38,45 +40,16 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import KeysView, Mapping, Sequence
-from dataclasses import dataclass
 
 from exporter import names
+from exporter.counter_body_checks import check_requests_kept, check_unlabelled_kept
 from exporter.counter_ceilings import Series, implausible_step, series_text
 from exporter.counter_jumps import CounterJumps
-from exporter.modelmesh_text import (
-    CACHE_MISSES,
-    COUNTER_FIELDS,
-    QUEUE_COUNT,
-    QUEUE_SUM_MS,
-    REQUESTS,
-    SAMPLE_OF_FIELD,
-    Labels,
-    ModelMeshReading,
-    ScrapeFailure,
-)
+from exporter.counter_rates import Rates, Totals, window_rates
+from exporter.counter_restarts import kept_across, proven_old, unpublished, went_down
+from exporter.modelmesh_text import COUNTER_FIELDS, REQUESTS, Labels, ModelMeshReading, ScrapeFailure
 
 log = logging.getLogger("exporter.collectors.modelmesh")
-
-
-@dataclass(frozen=True, slots=True)
-class Totals:
-    """Reset-absorbing cumulative counters (field → total) at one monotonic time."""
-
-    at: float
-    values: Mapping[str, float]
-
-    def __getitem__(self, field: str) -> float:
-        return self.values.get(field, 0.0)
-
-
-@dataclass(frozen=True, slots=True)
-class Rates:
-    """The windowed signals, over `elapsed_s` seconds ending at the latest reading."""
-
-    requests_per_second: float
-    queue_delay_s: float
-    cache_misses_per_second: float
-    elapsed_s: float
 
 
 class CounterWindow:
@@ -117,9 +90,9 @@ class CounterWindow:
         self._current: KeysView[Series] = {}.keys()
         """The series of the last reading (its own keys, not a copy: a set of 300,000 series was 16 MiB)."""
         self._uncertain: set[Series] = set()
-        """The series kept as baselines at the last restart told (`_kept_across`) and not read since: their counts
-        may be the old container's. One back below its count is the new container's, counted in full, not a
-        second restart (`_proven_old`)."""
+        """The series kept as baselines at the last restart told (`counter_restarts.kept_across`) and not read
+        since: their counts may be the old container's. One back below its count is the new container's, counted
+        in full, not a second restart (`counter_restarts.proven_old`)."""
         self._jumps = CounterJumps()
         self._refused_at: float | None = None
         """When the last reading refused for its counts' rise was read, until the next reading is accepted: the
@@ -137,7 +110,7 @@ class CounterWindow:
 
     def add(self, reading: ModelMeshReading, at: float) -> frozenset[Labels] | None:
         """Fold in one reading taken at monotonic time `at` (seconds); ScrapeFailure, changing nothing, for one
-        that cannot be ModelMesh's (`_check_unlabelled_kept`, `_check_requests_kept`), or whose counts rose faster
+        that cannot be ModelMesh's (`counter_body_checks`), or whose counts rose faster
         than any pod's (`exporter.counter_ceilings`: a garbled count of 1e308, published, was a rate of as much
         for a whole window, on the dashboards and alerts that read the exporter's series). That one changes only
         what the next readings count on from (`exporter.counter_jumps`), not what is served.
@@ -157,17 +130,17 @@ class CounterWindow:
                 "refused read had: garbled, or jumped with no request since; read from there it would say this pod "
                 "served nothing, so no read is taken until it moves (the last good values stay)"))
         series = unjumped.counts
-        self._check_unlabelled_kept(series)
-        old = self._proven_old(series)
+        check_unlabelled_kept(self._current, series)
+        old = proven_old(self._uncertain, self._counts, self._seen_at, series)
         counts: Mapping[Series, float] = (
             {key: count for key, count in self._counts.items() if key not in old} if old else self._counts)
         # Cut down to the instance gauges (per-model metrics on), or a container with no request yet: no news, and
         # no reading of which series are left (`_current`): the one after it is compared with the one before
         cut = previous is not None and not series and reading.has_instance_record
         restart = None if previous is None or cut else (
-            self._went_down(series, counts) or self._unpublished(series, reading.has_instance_record))
+            went_down(series, counts) or unpublished(series, reading.has_instance_record, self._counts))
         if previous is not None and not restart:
-            self._check_requests_kept(series)
+            check_requests_kept(self._current, self._counts, series)
         # ModelMesh serves its unlabelled histograms from its start: appearing now, they were missing from the
         # reads before (a body cut or filtered), whose series are no baseline to count from
         rebase = previous is not None and not restart and any(
@@ -180,9 +153,9 @@ class CounterWindow:
             risen = set()
             increases: dict[Series, float] = {}
             # A new series, or a series of a new container not read since it started: all of it happened since the
-            # last reading. A series read since then keeps its count as the baseline (`_kept_across`).
+            # last reading. A series read since then keeps its count as the baseline (`counter_restarts.kept_across`).
             before: Mapping[Series, float] = (
-                {} if rebase else self._kept_across(series, counts, previous.at) if restart else counts)
+                {} if rebase else kept_across(series, counts, self._seen_at, previous.at) if restart else counts)
             for key, value in () if rebase else series.items():
                 increase = increases[key] = value - before.get(key, 0.0)
                 values[key[0]] += increase
@@ -202,7 +175,8 @@ class CounterWindow:
             # Every series of the old container is gone with it: one that shows up later is the new container's,
             # counted in full. Kept as a baseline, a new JVM's series counted only beyond the old count: a
             # crash-looping ModelMesh whose JVMs each serve less than the first read as serving nothing. A series
-            # read since the restart may be the new container's (`_kept_across`): its count stays the baseline.
+            # read since the restart may be the new container's (`counter_restarts.kept_across`): its count stays
+            # the baseline.
             kept = before.keys()
             gone = [key for key in self._counts if key not in kept]
             self._jumps.forget(gone)
@@ -292,111 +266,6 @@ class CounterWindow:
             for key in self._counts:
                 self._keys.setdefault(key[0], {})[key[1]] = key
 
-    def _check_unlabelled_kept(self, series: Mapping[tuple[str, Labels], float]) -> None:
-        """Refuse a reading without an unlabelled series the last one had (ScrapeFailure, changing nothing).
-
-        ModelMesh serves its unlabelled histograms (queue delay and cache miss, without per-model metrics) from
-        its start, at 0 in a new container: a body without one is cut or garbled, never a restart. Taken as
-        good, it read as a restart (none of the last series left), and the next good read counted ModelMesh's
-        whole history again as new load. (With per-model metrics on every series is labelled, and a new
-        container has none before its first request: there a body without counters is taken, and adds nothing.)"""
-        lost = sorted({SAMPLE_OF_FIELD[field] for field in COUNTER_FIELDS
-                       if (field, ()) in self._current and (field, ()) not in series})
-        if lost:
-            raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh output lacks {', '.join(lost)}, which it serves "
-                                "from its start (cut short or garbled?)")
-
-    def _check_requests_kept(self, series: Mapping[tuple[str, Labels], float]) -> None:
-        """Refuse a reading of the same container without any of the request series the last one had
-        (ScrapeFailure, changing nothing).
-
-        ModelMesh never drops a series while it runs, so a body that lost every request series while another
-        series the last read had above 0 is still there, not lower (no restart), is cut, garbled, or from a
-        ModelMesh that names its request histogram otherwise. Taken as good, it was served as 0 requests/s, fresh
-        and with nothing in the log: a busy pod read as idle. Where no such series proves the same container (a
-        new one may publish its instance record before it serves, its unlabelled histograms at 0 as the old
-        one's were), the reading is taken as before: missing series add nothing, and the new container's first
-        requests are a restart (counts that went down)."""
-        if not any(key[0] == REQUESTS for key in self._current):
-            return
-        if any(key[0] == REQUESTS and key in series for key in self._current):
-            return
-        if any(key in self._current and self._counts[key] > 0 for key in series):
-            had = sum(1 for key in self._current if key[0] == REQUESTS)
-            raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh output lacks every {SAMPLE_OF_FIELD[REQUESTS]} "
-                                f"series the last read had ({had}), while its other counts go on (no "
-                                "restart): cut short, garbled, or the request histogram renamed?")
-
-    def _proven_old(self, series: Mapping[Series, float]) -> set[Series]:
-        """The series kept at the last restart told, unread since (`_uncertain`), whose kept counts this reading
-        proves a dead container's: one back below its kept count, and those last read at or before it. Here they
-        count in full, as a series never seen does; missing, their counts are forgotten.
-
-        A kept count may be the old container's: a series read after another's last read of the old container may
-        have been read of either (nothing tells which). Back below it, it is a new container's, whose counts start
-        at 0; read as a count that went down, one restart was said twice (a second "ModelMesh restarted" line, the
-        restarts seen 1 -> 2, and no rate at that read: a reviewer's fuzz, 55 runs in 2000 with a tenth of the
-        series missing from each body). A container new since its last read is new since every read before it
-        too, so the counts kept from those are dead as well: counted on from, the requests a new container served
-        up to them were lost (a fuzz's `requests_total` 15 short where it had been right). A second restart is
-        still told, by the other series that go down with it (read since the first was told). The doubt ends at a
-        series' first read after the restart was told."""
-        if not self._uncertain:
-            return set()
-        counts, seen_at = self._counts, self._seen_at
-        below = [seen_at[key] for key in self._uncertain if key in series and series[key] < counts[key]]
-        if not below:
-            return set()
-        last = max(below)
-        return {key for key in self._uncertain if seen_at[key] <= last}
-
-    def _kept_across(self, series: Mapping[Series, float], counts: Mapping[Series, float],
-                     previous_at: float) -> dict[Series, float]:
-        """The series whose last count may be the new container's, at a restart told now: their counts, the
-        baselines its series count on from (the others count in full, and their old counts are forgotten).
-
-        The restart came after the last read of each series that went down (its count there was the old
-        container's), or after the last reading where no series did (a new JVM not publishing yet). A series read
-        after that may have been read of the new container, the restart untold: with per-model metrics on, a new
-        container that first serves only a model new to the pod has none of the old series, and its record
-        published, nothing tells it from the old one (a body may lack series). That series counted in full then;
-        counted in full again now, its requests counted twice (a reviewer's `requests_total` jumped by 41 in a
-        read where 11 requests came). Counted on from its last count, it counts each request once; what it had
-        before the restart, if its last read was still the old container's, is not counted (never twice, at
-        worst less: nothing tells which container it was read of). `counts`: the last counts, less those of the
-        series whose counts are proven the old container's (`_proven_old`)."""
-        seen_at = self._seen_at
-        down = [seen_at[key] for key, value in series.items() if value < counts.get(key, value)]
-        told_after = max(down, default=previous_at)
-        return {key: count for key, count in counts.items() if seen_at[key] > told_after}
-
-    def _went_down(self, series: Mapping[tuple[str, Labels], float], counts: Mapping[Series, float]) -> str | None:
-        """Why this reading is of a new container, as its counts prove, or None. ModelMesh never drops a series
-        in its life, so a counter that went down is a restart. Series missing are not, however many: a body may
-        lack them (one without any counter series but with the instance record never gets here: no news). `counts`:
-        the last counts, less those of the series whose counts are proven the old container's (`_proven_old`)."""
-        down = sum(1 for key, value in series.items() if value < counts.get(key, value))  # new: not down
-        return f"{down} of its counter series went down" if down else None
-
-    def _unpublished(self, series: Mapping[tuple[str, Labels], float], instance_record: bool) -> str | None:
-        """Why this reading is of a new container though no count went down, or None: its labelled series are all
-        missing, and it has published no instance record (`instance_record` False: capacity 0): a new JVM's
-        gauges read 0 until it first publishes one. That is how a new container looks by default (per-model
-        metrics off, and a model server that does not limit model concurrency, so ModelMesh never times its
-        queue): its unlabelled histograms are at 0 as the old one's were, none went down, and without this its
-        first reading was taken for the old container's: a rate of the old counts over the window, and the new
-        requests counted only beyond the old counts. A body cut down to the instance gauges of a container that
-        has not published its record yet looks the same, and is read as a restart too: nothing tells them apart."""
-        if instance_record:
-            return None
-        # Of every series remembered, not only the last reading's: one that lacked them (a body missing the only
-        # code served, with per-model metrics off) left none to miss, and the new JVM went untold
-        labelled = [key for key in self._counts if key[1]]
-        if labelled and not any(key in series for key in labelled):
-            return (f"none of its {len(labelled)} labelled counter series is left, and it has published no "
-                    "instance record yet")
-        return None
-
     @property
     def remembered(self) -> frozenset[Series]:
         """The series the window keeps anything of (a last count, a jump's baseline): those seen within
@@ -406,27 +275,7 @@ class CounterWindow:
     @property
     def latest(self) -> Totals | None:
         return self._history[-1] if self._history else None
-
     def rates(self) -> Rates | None:
-        """Rates over the window (or the time since the first reading, if shorter); None before two readings.
-
-        Mean queue delay is Δsum / Δcount of the queue histogram: the mean over the requests queued in the
-        window, 0 when none was. A count rises by whole requests; one that rose by a fraction (a garbled read that
-        passed as a count, 1e-105) counts as one request, as the ceiling check counts it
-        (`counter_ceilings.implausible_step`): divided by the fraction, 1 ms of queue time was published as a
-        delay of 1e101 s.
-        """
-        if len(self._history) < 2:
-            return None
-        first, last = self._history[0], self._history[-1]
-        elapsed = last.at - first.at
-        if elapsed <= 0:
-            return None
-        queued = last[QUEUE_COUNT] - first[QUEUE_COUNT]
-        queue_delay_s = (last[QUEUE_SUM_MS] - first[QUEUE_SUM_MS]) / max(queued, 1.0) / 1000.0 if queued > 0 else 0.0
-        return Rates(
-            requests_per_second=(last[REQUESTS] - first[REQUESTS]) / elapsed,
-            queue_delay_s=queue_delay_s,
-            cache_misses_per_second=(last[CACHE_MISSES] - first[CACHE_MISSES]) / elapsed,
-            elapsed_s=elapsed,
-        )
+        """Rates over the window (or the time since the first reading, if shorter); None before two readings
+        (`counter_rates.window_rates`)."""
+        return window_rates(self._history)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-from exporter import nvml
+from exporter import nvml, nvml_devices, nvml_errors
 from exporter.nvml_refusals import RefusedQueries
 
 log = logging.getLogger("exporter.collectors.gpu")
@@ -99,7 +99,7 @@ class BusyWindow:
         self._histories = {uuid: h for uuid, h in self._histories.items() if uuid in wanted}
         self._unanswered.keep_only(wanted)
 
-    def busy_ratio(self, session: nvml.NvmlSession, device: nvml.Device, clock: Callable[[], float]) -> Busy:
+    def busy_ratio(self, session: nvml.NvmlSession, device: nvml_devices.Device, clock: Callable[[], float]) -> Busy:
         """Mean utilization over the window ending when NVML's samples came back; raises NotSupported when neither
         NVML query works.
 
@@ -112,12 +112,12 @@ class BusyWindow:
             raise refusal
         stepped_back = self._restart_after_step_back(history, device, clock())
         asked = not history.use_rates or self._monotonic() >= history.samples_again_at
-        samples: list[nvml.UtilizationSample] = []
+        samples: list[nvml_devices.UtilizationSample] = []
         refused = False
         if asked:
             try:
                 samples = session.utilization_samples(device, history.last_seen_us)
-            except nvml.NotSupported:
+            except nvml_errors.NotSupported:
                 refused = True
         # After the samples call, however long it was held: the window ends now. A utilization rate asked for
         # below is stamped now too, before its own call: no later than the driver's reading it returns.
@@ -143,7 +143,7 @@ class BusyWindow:
             # window. Raises NotSupported where the device has no rate either: nothing is learnt then.
             try:
                 in_window.append((now_us, session.utilization_rate(device)))
-            except nvml.NotSupported as error:
+            except nvml_errors.NotSupported as error:
                 if refused and device.is_mig:
                     self._unanswered.remember(device.uuid, error)
                 raise
@@ -154,7 +154,7 @@ class BusyWindow:
         mean = sum(p for _t, p in in_window) / len(in_window)
         return Busy(min(1.0, max(0.0, mean / 100.0)), now)
 
-    def _restart_after_step_back(self, history: _History, device: nvml.Device, now: float) -> bool:
+    def _restart_after_step_back(self, history: _History, device: nvml_devices.Device, now: float) -> bool:
         """Start the window again when our wall clock stepped back; returns whether it did.
 
         What we hold is then from "the future", and NVML, asked only for newer samples, would give nothing."""
@@ -168,7 +168,7 @@ class BusyWindow:
         return True
 
     @staticmethod
-    def _rates_for_skew(history: _History, device: nvml.Device, skew_us: int, elapsed: float) -> None:
+    def _rates_for_skew(history: _History, device: nvml_devices.Device, skew_us: int, elapsed: float) -> None:
         """Read the device by rates, its samples stamped too far from our clock to window; warned once."""
         if history.rates_said != "skew":
             log.warning("GPU %s: NVML sample time %+.0f s from ours; reading utilization rates instead",
@@ -178,7 +178,7 @@ class BusyWindow:
         history.samples.clear()
 
     @staticmethod
-    def _rates_for_refusal(history: _History, device: nvml.Device, elapsed: float) -> None:
+    def _rates_for_refusal(history: _History, device: nvml_devices.Device, elapsed: float) -> None:
         """Read the device by rates: NVML refused it samples and a rate was read (said once)."""
         if history.rates_said != "refused":
             log.info("GPU %s %s has no utilization samples; reading utilization rates", device.label, device.uuid)
@@ -186,7 +186,7 @@ class BusyWindow:
         history.samples_again_at = elapsed + _SAMPLES_RETRY_S
 
     @staticmethod
-    def _back_to_samples(history: _History, device: nvml.Device) -> None:
+    def _back_to_samples(history: _History, device: nvml_devices.Device) -> None:
         """Read the device by its samples again: NVML gave usable ones to a device read by rates."""
         if history.rates_said == "refused":
             log.info("GPU %s %s has utilization samples again; reading them", device.label, device.uuid)
@@ -197,7 +197,7 @@ class BusyWindow:
         history.samples_again_at = math.inf
 
 
-def _skew_us(samples: list[nvml.UtilizationSample], current: list[nvml.UtilizationSample], now_us: int,
+def _skew_us(samples: list[nvml_devices.UtilizationSample], current: list[nvml_devices.UtilizationSample], now_us: int,
              stepped_back: bool, behind_us: int) -> int | None:
     """How far NVML's sample clock is from ours (µs), where beyond what a window can take (behind by more than
     `behind_us`, ahead by more than `_MAX_AHEAD_S`); None when within. A clock 30 s behind with the 10 s window

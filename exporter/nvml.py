@@ -1,18 +1,8 @@
 """The one module that calls `pynvml`: GPU enumeration, utilization, memory, and NVML's errors made ours.
 
 Nothing else in the project imports `pynvml`. Every `pynvml.NVMLError` (and an `OSError` from loading the
-library) leaves this module as one of these, with the NVML error chained as `__cause__` and its code kept:
-
-    NvmlError            any NVML failure; `.code` is the NVML return code (None when there was none)
-    ├── NvmlUnavailable  NVML cannot be used at all: library missing, driver not loaded, init failed (any
-    │                    code, NO_PERMISSION included), not initialised. Retry `NvmlSession.open()` later.
-    ├── GpuLost          one GPU stopped answering (GPU_IS_LOST, RESET_REQUIRED, GPU_NOT_FOUND).
-    │                    Other GPUs may still work; a new session re-enumerates.
-    └── NotSupported     this device or driver lacks the query (NOT_SUPPORTED, FUNCTION_NOT_FOUND), e.g.
-        │                utilization of a MIG device. Not an outage: use a fallback or leave the series out.
-        └── NotPermitted this process may not make this query on this device (NO_PERMISSION from a device
-                         call, e.g. nvmlDeviceGetMemoryInfo in a container on a MIG GPU): the same for the
-                         caller as a query the device lacks; NVML and the other devices work.
+library) leaves this module as one of `nvml_errors` (`NvmlError` and its kinds), with the NVML error chained as
+`__cause__` and its code kept; the devices it enumerates are `nvml_devices`' plain values.
 
 Two NVML answers are not errors here: NOT_FOUND from `nvmlDeviceGetSamples` means "no sample newer than the
 timestamp you gave" and INSUFFICIENT_SIZE means more samples arrived between pynvml's sizing call and its
@@ -27,13 +17,14 @@ process-wide state, so sessions are cheap wrappers: `nvmlInit` and `nvmlShutdown
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 import pynvml
+
+from exporter.nvml_devices import Device, Inventory, MemoryInfo, UtilizationSample
+from exporter.nvml_errors import GpuLost, NotPermitted, NotSupported, NvmlError, NvmlUnavailable
 
 LIBRARY_NOT_FOUND: Final[int] = pynvml.NVML_ERROR_LIBRARY_NOT_FOUND
 DRIVER_NOT_LOADED: Final[int] = pynvml.NVML_ERROR_DRIVER_NOT_LOADED
@@ -74,34 +65,6 @@ _VALUE_FIELDS: Final = {
 }
 
 
-class NvmlError(Exception):
-    """An NVML call failed; `code` is NVML's return code, None when the failure had none (an OSError)."""
-
-    def __init__(self, message: str, code: int | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class NvmlUnavailable(NvmlError):
-    """NVML cannot be used at all right now (no library, no driver, init failed): no GPU is visible."""
-
-
-class GpuLost(NvmlError):
-    """A GPU stopped answering; the others may still work."""
-
-
-class NotSupported(NvmlError):
-    """The device or driver does not offer this query; use a fallback or leave the value out."""
-
-
-class NotPermitted(NotSupported):
-    """NVML refuses this process this query on this device (NO_PERMISSION from a device call).
-
-    Not NvmlUnavailable: that dropped every GPU and re-initialised NVML, only to be refused again, so one
-    device's memory query (refused in containers on MIG GPUs) kept the whole pod's GPU signal stale for good.
-    A refused nvmlInit is still NvmlUnavailable (`NvmlSession.open`)."""
-
-
 def _translate(error: Exception, operation: str) -> NvmlError:
     """Map a pynvml error (or OSError) to our hierarchy, keeping the code; the caller chains the cause."""
     if isinstance(error, pynvml.NVMLError):
@@ -119,120 +82,12 @@ def _translate(error: Exception, operation: str) -> NvmlError:
     return NvmlUnavailable(f"{operation}: {error}")
 
 
-_CODE_SAID: Final = re.compile(r"\(NVML code (\d+)\)")
-
-
-def codes_said(text: str) -> frozenset[str]:
-    """The NVML error codes a problem's text names, as `_translate` writes each error ("NVML code 9"): what failed
-    beneath the GPU collector's one reason, `nvml` (CollectorHealth's `causes`)."""
-    return frozenset(f"NVML code {code}" for code in _CODE_SAID.findall(text))
-
-
 @contextmanager
 def _calling(operation: str) -> Iterator[None]:
     try:
         yield
     except (pynvml.NVMLError, OSError) as error:
         raise _translate(error, operation) from error
-
-
-@dataclass(frozen=True)
-class Device:
-    """One GPU, or one MIG device of a GPU in MIG mode, as NVML enumerates it."""
-
-    index: int
-    """NVML index of the (parent) GPU. Within a container this is the index among the GPUs it can see."""
-    uuid: str
-    name: str
-    mig_index: int | None = None
-    """Index of the MIG device within its parent GPU; None for a whole GPU."""
-    parent_uuid: str | None = None
-    handle: Any = field(default=None, repr=False, compare=False)
-    """pynvml's opaque `c_nvmlDevice_t`; valid only within the session that enumerated it."""
-    minor: int | None = None
-    """The (parent) GPU's device minor number, the N of `/dev/nvidiaN` (`nvmlDeviceGetMinorNumber`), by which
-    GKE's device plugin names it; None where NVML has none. Not NVML's index: the kernel numbers GPUs in probe
-    order, NVML in PCI bus order."""
-    parent_handle: Any = field(default=None, repr=False, compare=False)
-    """A MIG device's GPU's handle (None for a whole GPU), to ask whether that GPU is still in MIG mode."""
-
-    @property
-    def label(self) -> str:
-        """Value of the `gpu` label: `"0"` for a GPU, `"0/1"` for MIG device 1 of GPU 0."""
-        return str(self.index) if self.mig_index is None else f"{self.index}/{self.mig_index}"
-
-    @property
-    def is_mig(self) -> bool:
-        return self.mig_index is not None
-
-
-@dataclass(frozen=True)
-class Inventory:
-    """The devices a session could enumerate, and the GPUs that failed while being enumerated."""
-
-    devices: tuple[Device, ...]
-    failures: tuple[NvmlError, ...] = ()
-    not_permitted: tuple[str, ...] = ()
-    """MIG devices NVML gave this process no permission on (`"<gpu>/<mig>"`): another container's, left out."""
-    mig_without_devices: tuple[Device, ...] = ()
-    """GPUs in MIG mode with no MIG device yet (switched on, instances not created): nothing to sample, and no
-    GPU lost either. Each as its whole GPU, which is not sampled: it has no utilization in MIG mode."""
-    mig_of_others: tuple[Device, ...] = ()
-    """GPUs in MIG mode whose every MIG device is another container's (in `not_permitted`): seen, not missing, so
-    one named in `--gpu-uuids` is said as such. Each as its whole GPU, which is not sampled."""
-
-
-@dataclass(frozen=True)
-class Selection:
-    """The devices chosen by `--gpu-uuids`, and configured UUIDs no visible device has."""
-
-    devices: tuple[Device, ...]
-    missing: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class UtilizationSample:
-    timestamp_us: int
-    """NVML's CPU timestamp of the sample, microseconds since the Unix epoch."""
-    percent: float
-    """Share of the sample period in which a kernel ran, 0..100."""
-
-
-@dataclass(frozen=True)
-class MemoryInfo:
-    used_bytes: int
-    """`used` of nvmlMemory_t v1 (= total - free): memory a new model cannot have, driver reserve included."""
-    total_bytes: int
-
-
-DEVICE_FILE_PREFIX: Final = "nvidia"
-"""`nvidia<minor>`: a GPU named by its device file `/dev/nvidia<minor>`, as GKE's device plugin names GPUs."""
-
-
-def select_devices(devices: Sequence[Device], uuids: Sequence[str] | None) -> Selection:
-    """Keep the devices named by UUID (a GPU's UUID selects all its MIG devices) or by device file
-    (`nvidia<minor>`, GKE's names; likewise with its MIG devices); None or empty keeps all.
-
-    UUIDs compare case-insensitively and without surrounding spaces, as people paste them from
-    `nvidia-smi -L`. A configured UUID that matches nothing is reported so the caller can call it an outage.
-    """
-    wanted = {u.strip().lower() for u in uuids or () if u.strip()}
-    if not wanted:
-        return Selection(tuple(devices))
-    chosen = tuple(d for d in devices if _names(d) & wanted)
-    seen = set().union(*(_names(d) for d in devices))
-    missing = tuple(u.strip() for u in uuids or () if u.strip() and u.strip().lower() not in seen)
-    return Selection(chosen, missing)
-
-
-def _names(device: Device) -> set[str]:
-    """What selects a device, lower-cased: its UUID, its GPU's UUID, its GPU's device file name."""
-    names = {device.uuid.lower()}
-    if device.parent_uuid is not None:
-        names.add(device.parent_uuid.lower())
-    if device.minor is not None:
-        names.add(f"{DEVICE_FILE_PREFIX}{device.minor}")
-    return names
 
 
 class NvmlSession:

@@ -16,10 +16,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from exporter import nvml
+from exporter import nvml_errors
 
 
-def fresh_copy(refusal: nvml.NotSupported) -> nvml.NotSupported:
+def fresh_copy(refusal: nvml_errors.NotSupported) -> nvml_errors.NotSupported:
     """The refusal again, with the same words and code and no traceback: raised or kept, a copy holds no frames."""
     return type(refusal)(str(refusal), refusal.code)
 
@@ -32,9 +32,9 @@ class RefusedQueries:
         of the wall clock moves; a test's stepped clock)."""
         self._ask_again_s = ask_again_s
         self._monotonic = monotonic
-        self._refused: dict[str, tuple[nvml.NotSupported, float]] = {}
+        self._refused: dict[str, tuple[nvml_errors.NotSupported, float]] = {}
 
-    def standing(self, uuid: str) -> nvml.NotSupported | None:
+    def standing(self, uuid: str) -> nvml_errors.NotSupported | None:
         """The device's refusal (a fresh copy) while it stands, else None: then ask the device, and `remember` a
         refusal."""
         remembered = self._refused.get(uuid)
@@ -46,7 +46,7 @@ class RefusedQueries:
         del self._refused[uuid]
         return None
 
-    def remember(self, uuid: str, refusal: nvml.NotSupported) -> None:
+    def remember(self, uuid: str, refusal: nvml_errors.NotSupported) -> None:
         """Stand by the device's `refusal` for `ask_again_s` from now."""
         self._refused[uuid] = (fresh_copy(refusal), self._monotonic() + self._ask_again_s)
 

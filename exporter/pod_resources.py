@@ -10,7 +10,7 @@ exactly what `--gpu-uuids` takes. A GPU shared by time-slicing or MPS (the devic
 handed out as replicas named `<GPU UUID>::<replica>` (`nvidia.com/gpu`, or renamed `nvidia.com/gpu.shared`): the
 GPU is the UUID before `::`, counted once however many replicas of it the pod holds. GKE runs a device plugin of
 its own, which names a GPU by its device file, `nvidia<minor>` (replicas of a time-shared one `nvidia0/vgpu1`, MIG
-devices `nvidia0/gi3`): the exporter finds such a GPU by NVML's minor number (`exporter.nvml.select_devices`).
+devices `nvidia0/gi3`): the exporter finds such a GPU by NVML's minor number (`exporter.nvml_devices.select_devices`).
 
 This pod alone is asked for with `v1.PodResourcesLister/Get` (beta and on by default since Kubernetes 1.34); a
 kubelet without it (UNIMPLEMENTED before 1.27, an error while its feature gate is off) is asked for every pod

@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 from autoscaler import serve_flag_values
 from autoscaler.kube_names import runtime_key_problem
-from exporter import env_flags
-from exporter import settings as exporter_settings
+from exporter import env_flags, sidecar_flag_values
 
 NAMES = st.one_of(
     st.from_regex(r"[a-z0-9]([-a-z0-9.]{0,70}[a-z0-9])?", fullmatch=True),
@@ -45,7 +44,7 @@ def test_a_namespace_is_refused_alike_by_every_check(name: str) -> None:
 @given(NAMES)
 def test_an_object_name_is_refused_alike_by_every_check(name: str) -> None:
     lease = refusal(serve_flag_values.object_name, name)
-    pod = refusal(exporter_settings.pod_name, name)
+    pod = refusal(sidecar_flag_values.pod_name, name)
     written = runtime_key_problem("namespace", name)
     assert (lease is None) == (pod is None) == (written is None)
     if written is not None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from autoscaler.simulation.hpa import HpaPod, MetricSpec, Tolerances, count_per_pod
+from autoscaler.simulation.hpa_metrics import count_per_pod
+from autoscaler.simulation.hpa_spec import HpaPod, MetricSpec, Tolerances
 
 SATURATED: float = 1.5
 """A pod past this many times the target is saturated: its queue grows whatever the average says."""

@@ -28,7 +28,8 @@ import yaml
 from aiohttp import web
 
 from autoscaler.api.certs import generate_self_signed, server_context
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, build_app
+from autoscaler.demo.fake_modelmesh import build_app
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from autoscaler.demo.orphans import stop_adopted
 from autoscaler.demo.parent_death import dying_with_this_process
 

@@ -10,7 +10,8 @@ from typing import Any
 from autoscaler.demo.scenario import TARGET_RPS_PER_POD
 from autoscaler.log_lists import in_words
 from autoscaler.names import ServedMetric
-from autoscaler.simulation.hpa import HpaPod, HpaSpec, MetricSpec, count_per_pod
+from autoscaler.simulation.hpa_metrics import count_per_pod
+from autoscaler.simulation.hpa_spec import HpaPod, HpaSpec, MetricSpec
 
 POD_COLUMNS = ("true req/s", "exporter req/s", "deletion cost", "models only it served")
 POD_TABLE_HEADER = "  pod     " + "".join(f"   {heading}" for heading in POD_COLUMNS)

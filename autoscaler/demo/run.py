@@ -34,8 +34,9 @@ from autoscaler.demo.scale_reasons import served_replicas, why_scaled
 from autoscaler.demo.scenario import DEMO_BEHAVIOR, DESIRED, PHASES, SCALE_DOWN_TAU_S, TARGET_RPS_PER_POD, Phase
 from autoscaler.demo.short_run import StoryProgress, not_shown
 from autoscaler.names import GROUP_VERSION, ServedMetric
-from autoscaler.simulation.hpa import HorizontalPodAutoscaler, HpaPod, HpaSpec
+from autoscaler.simulation.hpa import HorizontalPodAutoscaler
 from autoscaler.simulation.hpa_manifest import describe_behavior
+from autoscaler.simulation.hpa_spec import HpaPod, HpaSpec
 
 HPA_SYNC_S = 2.0
 ADAPTER_TIMEOUT_S = 2.0

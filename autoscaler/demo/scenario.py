@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autoscaler.names import ServedMetric
-from autoscaler.simulation.hpa import Behavior, MetricSpec, ScalingPolicy, ScalingRules
+from autoscaler.simulation.hpa_spec import Behavior, MetricSpec, ScalingPolicy, ScalingRules
 
 TARGET_RPS_PER_POD = 100.0
 SCALE_DOWN_TAU_S = 5.0

@@ -9,23 +9,23 @@ caller passes in.
 `scan_pods` is the one pass over a runtime's pods that the refresh makes for every pod (10,000 pods must
 cost milliseconds): it reads each field once, and also notes what the ranking's need terms will see among
 the Ready pods (`ReadyTerms`), so that the pod views built next (`podviews.examine_pods`) need no pass of
-their own to find, say, the busiest pod.
+their own to find, say, the busiest pod. The values it makes are an `Aggregate` (`runtime_aggregate`); the
+per-pod tuples follow from the state codes the pass keeps (`pod_codes`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
-from operator import itemgetter
-from typing import Final, TypeVar
+from typing import Final
 
 from autoscaler.model import PodSample
 from autoscaler.policies import copies_in_use
-from autoscaler.policies.bounded_cache import stored
+from autoscaler.policies.pod_codes import counted_pods, per_pod_cached, rated_pods
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.power_mean import power_mean_bounded, rate_summary
 from autoscaler.policies.ranking import ReadyTerms
+from autoscaler.policies.runtime_aggregate import Aggregate
 from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state, lru_age, oldest_fresh
 from autoscaler.policies.signals import (
     GPU_ABSENT,
@@ -41,21 +41,14 @@ from autoscaler.policies.signals import (
     USED_GPU,
     USED_QUEUE,
     USED_REQUESTS,
-    SignalStats,
-    signal_stats,
-    state_table,
 )
 from autoscaler.policies.slots import slot_builder
 from autoscaler.policies.unready_pods import NOT_READY_HOLD_S
 
-__all__ = ["HELD_SAMPLE_S", "Aggregate", "aggregate", "scan_pods", "set_models_in_use"]
-
-T = TypeVar("T")
+__all__ = ["HELD_SAMPLE_S", "aggregate", "scan_pods"]
 
 _INF: Final = math.inf
 
-PodSignals = tuple[tuple[tuple[str, str], ...], ...]
-"""`Aggregate.pod_signals`: per pod, (signal, state) for each signal."""
 
 HELD_SAMPLE_S: Final = NOT_READY_HOLD_S
 """How old a stale Ready pod's last sample may be and still stand in for it in the power means and the terms' n
@@ -63,74 +56,6 @@ HELD_SAMPLE_S: Final = NOT_READY_HOLD_S
 that old is still the pod's likely state; an older one is not (after an adapter restart, a 3-hour-old sample of
 a hot pod set the runtime's values for as long as its exporter stayed down), and the pod is left out, the hold
 rules keeping the values from falling."""
-
-_LOAD_FRESH: Final = tuple(bool(code & LOAD_TIME_FRESH) for code in range(NOT_READY + 1))
-"""Whether a pod's load time is fresh (`Aggregate.fresh`), by state code."""
-
-
-@dataclass(frozen=True, slots=True)
-class Aggregate:
-    """The runtime values of one refresh, with enough per-pod detail to explain them.
-
-    Per-pod tuples follow the order of the pods given to `aggregate`. `n` counts the Ready pods with fresh
-    load data (the ModelMesh collector); each signal's own count is in `signals`: pods we cannot see never
-    add invented load. A stale pod is seen at its last good sample, and counts at those values in the means while
-    that sample is recent (`HELD_SAMPLE_S`; `gpu_pods`, `rate_pods`): a gap that short neither raises nor lowers
-    them. In the cache it counts in nothing (`cache_pods`): its last room is no evidence of room now.
-    """
-
-    pods: tuple[PodSample, ...]  # the input pods (valid already: `PodSample`)
-    fresh: tuple[bool, ...]  # Ready with fresh load data (the ModelMesh collector)
-    weights: tuple[float, ...]  # share of Σ r_i^p (0..1); 0 for pods not used or without a request rate
-    ready: int
-    n: int
-    coverage: float  # n / ready; 0 when no pod is Ready (nothing to judge by: unknown, never "idle")
-    # M_p(b) over the pods with the GPU fresh and those held at their last reading (`gpu_pods`); None when none is fresh
-    gpu_busy: float | None
-    request_rate: float | None  # M_p(r) per pod, likewise (`rate_pods`); None when no pod has a fresh request rate
-    # target_lru_age_s / global LRU age (docs/design.md, Aggregation); 0 when some pod has room; None when no fresh
-    # pod reports its cache
-    cache_pressure: float | None
-    cache_full: bool  # no fresh pod has room and at least one is known full
-    # The oldest timestamp behind the values: the signals used, and the last sample of each Ready pod whose stale
-    # load or GPU reading holds values (they stand on it too). Honest freshness: the `timestamp` served.
-    oldest_sample_at: float | None
-    queue_excess_s: float = 0.0  # Σ max(0, q_i - target_queue_delay_s): the backlog beyond the target
-    saturated: int = 0  # pods with q_i > target_queue_delay_s
-    # Every signal of SIGNALS, in that order, when built by `aggregate` (`recommend` and `decide` read it as is).
-    signals: Mapping[str, SignalStats] = field(default_factory=dict)
-    pod_signals: PodSignals = ()  # per pod: (signal, state) for each signal
-    # The cache need (docs/design.md, Recommendation): the copies the Ready pods with fresh load data served
-    # within `target_lru_age_s` of `now` (their `recent_models`; a model served on two pods counts twice, as a
-    # scale-down's pre-shutdown moves both), None when none of them reports per-model use; a pod's capacity in
-    # models (`models_loaded / cache_used_ratio`, the mean over those of them that report both), None when none
-    # does; and the Ready pods with fresh load data that report no per-model use while
-    # others do, or while the runtime did before (`SIGNAL_MODELS` in `seen`): the term that reads it then holds.
-    models_in_use: int | None = None
-    pod_capacity: float | None = None
-    models_missing: int = 0
-    # The oldest timestamp among the fresh signals used, without the held pods' last samples: how far behind
-    # the source is (`modelmesh_autoscaler_metric_freshness_seconds`). One dead exporter on a Ready pod dates
-    # the `timestamp` back (`oldest_sample_at`) but says nothing of the source's lag, which an adapter-wide
-    # alert reads; that pod has its own alerts (ModelMeshExporterDown, ModelMeshRuntimeDataMissing).
-    fresh_sample_at: float | None = None
-    # The shortest `--model-recency-horizon` the exporters of the Ready pods reporting per-model use (fresh or not:
-    # a setting, not a reading, so a pod turning stale does not make it come and go) say they keep a served model
-    # for (`PodSample.recency_horizon_s`); None where none says. Below `target_lru_age_s`, U counts only the
-    # copies served within it: the cache term holds (`recommend`) and the view warns (`decide`).
-    recency_horizon_s: float | None = None
-    # How many pods the power means `gpu_busy` and `request_rate` are taken over: the Ready pods with the signal
-    # fresh, and those whose signal is held (stale, with a last good value in their sample no older than
-    # `HELD_SAMPLE_S`), counted at that value (docs/design.md, Missing data). So `gpu_pods x gpu_busy` and
-    # `rate_pods x request_rate` are the terms' `n x M_p`, and a gap neither lowers nor raises them: left out, nine
-    # idle pods of twenty raised M_p(b) by 12%. `weights` are the shares over the same pods.
-    gpu_pods: int = 0
-    rate_pods: int = 0
-    # The n of the cache term (`n x min(cap, cache_pressure)`): the Ready pods with cache signals fresh, which alone
-    # answer the cache question (one with room settles it, the oldest LRU age of the full ones sets it): a stale
-    # pod's last room may have filled since, and taken as room it pinned the pressure at 0 while the fresh pods'
-    # copies used 30 s before were evicted; counted in n as full, it raised the term past the contract's (DESIGN §5).
-    cache_pods: int = 0
 
 
 def aggregate(
@@ -356,7 +281,7 @@ def scan_pods(
                     rated = True
                     if r > top_rate:
                         top_rate = r
-                if r is not None and recent:  # (`_counted_pods` finds it again, where needed)
+                if r is not None and recent:  # (`pod_codes.counted_pods` finds it again, where needed)
                     held_r += 1
                     rps.append(r)
                     if r > rps_top:
@@ -411,7 +336,7 @@ def scan_pods(
     expected = (fresh_g > 0 or gpus or SIGNAL_GPU in seen, fresh_r > 0 or SIGNAL_REQUESTS in seen,
                 fresh_q > 0 or SIGNAL_QUEUE in seen, fresh_c > 0 or SIGNAL_CACHE in seen)
     count = len(codes)
-    fresh, signals, pod_signals = _per_pod_cached(codes, expected, fresh_counts, ready, gpu_absent)
+    fresh, signals, pod_signals = per_pod_cached(codes, expected, fresh_counts, ready, gpu_absent)
     # The GPU's power mean first, then the rates': should a value be invalid, the error is the same as ever.
     gpu_busy = None
     if fresh_g:
@@ -424,7 +349,7 @@ def scan_pods(
         # The shares are over the rates counted, held ones included (/debug shows what moves the mean)
         request_rate, weights = rate_summary(
             rps, fresh_r + held_r, p, rps_top, rps_low,
-            (lambda: _rated_pods(codes, fresh_r)) if not held_r else (lambda: _counted_pods(codes, pods, held_from)))
+            (lambda: rated_pods(codes, fresh_r)) if not held_r else (lambda: counted_pods(codes, pods, held_from)))
     else:
         weights = (0.0,) * count
     agg = _aggregate(  # Aggregate(...), through its slots (`slots`): positional, in field order
@@ -455,80 +380,9 @@ def scan_pods(
     return agg, _ready_terms(ReadyTerms, (top_rate, rated, gpus or fresh_g > 0, caches, models, len(used_models)))
 
 
-set_models_in_use: Final = Aggregate.__dict__["models_in_use"].__set__
-"""Sets `Aggregate.models_in_use` on an aggregate `scan_pods` just made with `count_models` False, before anyone
-else sees it (its slot's own setter: the frozen dataclass's `__setattr__` refuses)."""
-
-
 _ready_terms: Final = tuple.__new__
 """`ReadyTerms(...)` is `tuple.__new__(ReadyTerms, (...))` called through a Python-level `__new__`, which costs
 as much as the rest of a two-pod runtime's aggregation; this is the call it makes."""
-
-
-_SMALL_RUNTIME: Final = 16
-"""Up to this many pods, a runtime's per-pod tuples are looked up by its state codes (`_BY_CODES`): building
-and hashing the key costs less than the lookups and calls it saves."""
-
-_PerPod = tuple[tuple[bool, ...], dict[str, SignalStats], PodSignals]
-"""`Aggregate.fresh`, `.signals` and `.pod_signals` (`_per_pod`)."""
-
-_BY_CODES: dict[tuple[object, ...], _PerPod] = {}
-"""(expected, *codes) → `_per_pod`'s result: shared, never mutated, bounded (`_BY_CODES_BOUND`)."""
-
-_BY_CODES_BOUND: Final = 4096
-"""`_BY_CODES` is cleared at this many entries (a few hundred bytes each, a megabyte or two in all); a cleared
-cache only costs rebuilding its entries."""
-
-
-def _per_pod_cached(
-    codes: list[int], expected: tuple[bool, bool, bool, bool], fresh: tuple[int, int, int, int], ready: int,
-    gpu_absent: int,
-) -> _PerPod:
-    """`_per_pod`, looked up by the codes for a small runtime (`_SMALL_RUNTIME`): its codes repeat from refresh
-    to refresh (and across runtimes), so the per-pod tuples and the signal stats they imply come from one
-    lookup (`_BY_CODES`) rather than four calls."""
-    if len(codes) > _SMALL_RUNTIME:
-        return _per_pod(codes, expected, fresh, ready, gpu_absent)
-    key = (expected, *codes)
-    found = _BY_CODES.get(key)
-    if found is None:
-        found = stored(_BY_CODES, key, _per_pod(codes, expected, fresh, ready, gpu_absent), _BY_CODES_BOUND)
-    return found
-
-
-def _per_pod(
-    codes: list[int], expected: tuple[bool, bool, bool, bool], fresh: tuple[int, int, int, int], ready: int,
-    gpu_absent: int,
-) -> _PerPod:
-    """`Aggregate.fresh`, `.signals` and `.pod_signals` from the pods' state codes: all three follow from the
-    codes and `expected` (the counts, which the pass kept, are the codes' bits counted)."""
-    return (_looked_up(_LOAD_FRESH, codes), signal_stats(fresh, expected, ready, gpu_absent),
-            _looked_up(state_table(expected), codes))
-
-
-def _looked_up(table: tuple[T, ...], codes: list[int]) -> tuple[T, ...]:
-    """`tuple(table[code] for code in codes)`, with the lookups in C (`itemgetter`): half the cost of a
-    comprehension, for two tuples a pod (`Aggregate.fresh` and `pod_signals`)."""
-    if len(codes) > 1:
-        return itemgetter(*codes)(table)  # type: ignore[no-any-return]  # a tuple for two codes or more
-    return (table[codes[0]],) if codes else ()
-
-
-def _rated_pods(codes: list[int], rated: int) -> Sequence[int]:
-    """The indices of the pods whose request rate was used (the pods counted in `rps`), in order."""
-    if rated == len(codes):
-        return range(rated)
-    return [i for i, code in enumerate(codes) if code & USED_REQUESTS]
-
-
-def _counted_pods(codes: list[int], pods: Sequence[PodSample], held_from: float) -> Sequence[int]:
-    """The indices of the pods whose request rate counts, in order: fresh (`_rated_pods`), or held at a last good
-    rate sampled since `held_from` (a Ready pod whose load time is stale, as `scan_pods` counts it). Found again
-    only where every counted rate is 0 (`rate_summary`), rather than noted for every held pod."""
-    return [i for i, (code, pod) in enumerate(zip(codes, pods, strict=True))
-            if code & USED_REQUESTS or (code != NOT_READY and not code & LOAD_TIME_FRESH
-                                        and pod.requests_per_second is not None and pod.sampled_at is not None
-                                        and pod.sampled_at >= held_from)]
 
 
 _aggregate: Final = slot_builder(Aggregate, (

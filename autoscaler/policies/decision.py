@@ -45,29 +45,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from autoscaler.model import PodSample, PodViews, RuntimeKey, RuntimeSnapshot, RuntimeView, ServedValue
+from autoscaler.model import PodSample, PodViews, RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
-from autoscaler.policies.aggregation import Aggregate
-from autoscaler.policies.bounded_cache import stored
 from autoscaler.policies.gpu_forgetting import NO_GPU_COLLECTOR, has_no_gpu, remembers_gpu
 from autoscaler.policies.models_forgetting import forgets_models
 from autoscaler.policies.podviews import examine_pods
-from autoscaler.policies.policy import RuntimePolicy, lower_bound
-from autoscaler.policies.ranking import WeightedTerm, default_terms
-from autoscaler.policies.recency_horizon import short_horizon_warning
-from autoscaler.policies.recommendation import CACHE, GPU, NO_CAPACITY_SETTING, QUEUE, REQUESTS, ceil_pods, recommend
-from autoscaler.policies.runtime_memory import NO_MEMORY, RuntimeMemory, without_gpu, without_models
-from autoscaler.policies.signal_profile import DESCRIBED, PROFILES, work_out_profile
-from autoscaler.policies.signals import (
-    SIGNAL_CACHE,
-    SIGNAL_GPU,
-    SIGNAL_MODELS,
-    SIGNAL_REQUESTS,
-    SIGNALS,
-    SignalStats,
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.policy_terms import terms_and_bounds
+from autoscaler.policies.ranking import WeightedTerm
+from autoscaler.policies.recommendation import recommend
+from autoscaler.policies.runtime_aggregate import Aggregate
+from autoscaler.policies.runtime_memory import (
+    NO_MEMORY,
+    RuntimeMemory,
+    next_seen,
+    remembered,
+    without_gpu,
+    without_models,
 )
-from autoscaler.policies.slots import slot_builder, slot_twin
-from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, smooth, smooth_state
+from autoscaler.policies.served_values import desired_value, signal_values
+from autoscaler.policies.signal_profile import DESCRIBED, PROFILES, work_out_profile
+from autoscaler.policies.signals import SIGNAL_GPU, SIGNALS, SignalStats
+from autoscaler.policies.slots import slot_builder
+from autoscaler.policies.smoothing import SmoothState
 from autoscaler.policies.unready_pods import (
     NO_CLOCKS,
     UnreadyClocks,
@@ -77,26 +77,12 @@ from autoscaler.policies.unready_pods import (
     say_left_out,
     shown_unready,
 )
-
-VALUE_SIGNAL: Final = {
-    ServedMetric.GPU_BUSY: SIGNAL_GPU,
-    ServedMetric.REQUEST_LOAD: SIGNAL_REQUESTS,
-    ServedMetric.CACHE_PRESSURE: SIGNAL_CACHE,
-}
-"""The one signal each served value other than the replica count uses."""
-
+from autoscaler.policies.view_warnings import no_capacity_signal, view_warnings
 
 _NOT_FALLING: Final[dict[str, dict[str, float | str]]] = {}
 """No value falling slowly (`RuntimeView.falling`): one shared empty mapping, never written to."""
 _NO_NAMES: Final[frozenset[str]] = frozenset()
 """No pod held not Ready (`RuntimeMemory.unready`): one shared empty set."""
-
-_DESIRED: Final = ServedMetric.DESIRED_REPLICAS
-_DESIRED_KEY: Final = _DESIRED.value
-_SIGNAL_PLAN: Final = tuple((metric, signal, metric.value) for metric, signal in VALUE_SIGNAL.items())
-"""The served values of one signal each, in the order views list them after the replica count
-(`ServedMetric`'s): the metric, its signal, and its name as `held` keys it."""
-assert (_DESIRED, *(metric for metric, _, _ in _SIGNAL_PLAN)) == tuple(ServedMetric)
 
 _MAY_RISE: Final = "data missing on some ready pod; may rise, not fall"
 _MAY_RISE_UNREADY: Final = "a pod not Ready held as missing data (its own line says which); may rise, not fall"
@@ -116,37 +102,15 @@ def down_cause(snapshot: RuntimeSnapshot) -> str:
     """Why a snapshot with `source_ok` False is not served: pod discovery out of date, else the metric source."""
     return SOURCE_DOWN if snapshot.discovery_ok else DISCOVERY_DOWN
 
-_ALL_SIGNALS: Final = frozenset(SIGNALS)
-_WITH_MODELS: Final = frozenset((*SIGNALS, SIGNAL_MODELS))
-"""Every signal and per-model use (`signals.SIGNAL_MODELS`): `seen` of a runtime whose exporters report it all."""
-_MODELS: Final = frozenset((SIGNAL_MODELS,))
 
 _view: Final = slot_builder(RuntimeView, (
     "key", "refreshed_at", "window_s", "ready_pods", "fresh_pods", "coverage", "complete", "known", "values",
     "proposals", "winner", "pods", "reason", "consecutive_misses", "current_replicas", "signal_coverage", "held",
     "warnings", "bounds", "warming_up", "fresh_sample_at", "being_deleted", "costs_on_pods", "falling",
 ))
-_ValueTwin: Final = slot_twin(ServedValue, ("value", "raw", "timestamp"))
 _memory: Final = slot_builder(RuntimeMemory, (
     "smoothed", "consecutive_misses", "known", "proposals", "seen", "warned_no_capacity", "models_reported_at",
     "unready", "unready_clocks"))
-
-
-def no_capacity_signal(agg: Aggregate, policy: RuntimePolicy) -> bool:
-    """Whether the runtime has no capacity signal at all: no pod reports a GPU, fresh or not, and
-    `target_rps_per_pod` is not set. Not a GPU reading fresh on too few pods, though that too leaves the
-    recommendation at the Ready pods: the reason says so already, and this warning (logged once a runtime, for
-    good) would name the wrong setting."""
-    gpu = agg.signals[SIGNAL_GPU]
-    return gpu.fresh + gpu.missing == 0 and policy.target_rps_per_pod is None
-
-
-def _no_capacity_warning(key: object) -> str:
-    return (
-        f"runtime {key}: no capacity signal (no pod reports a GPU and {NO_CAPACITY_SETTING} is not set); "
-        f"the recommendation never falls below the Ready pods. Set {NO_CAPACITY_SETTING} (config file or "
-        f"annotation autoscaler.modelmesh.io/{NO_CAPACITY_SETTING.replace('_', '-')}) to let it scale down"
-    )
 
 
 def _reason(
@@ -213,7 +177,7 @@ def decide(
     random runtimes that both decide the same, refresh after refresh.
     """
     memory = memory or NO_MEMORY
-    policy_terms, bounds = _policy_terms(policy)
+    policy_terms, bounds = terms_and_bounds(policy)
     agg, pods = examine_pods(snapshot.pods, policy, now, memory.seen, policy_terms)
     unready: tuple[PodSample, ...] = ()
     unready_names = _NO_NAMES
@@ -252,9 +216,9 @@ def decide(
     smoothed: dict[ServedMetric, SmoothState] = {}
     values: dict[ServedMetric, ServedValue] = {}  # in view order: the replica count, then one value per signal
     may_rise = _MAY_RISE_UNREADY if n == ready and unready else _MAY_RISE
-    _desired_value(float(rec.desired) if known else None, desired_complete, may_rise, policy, memory.smoothed, at,
+    desired_value(float(rec.desired) if known else None, desired_complete, may_rise, policy, memory.smoothed, at,
                    agg.oldest_sample_at, held, smoothed, values)
-    _signal_values(agg, known, pods_complete, may_rise, min_coverage, memory.smoothed, at, policy.scale_down_tau_s,
+    signal_values(agg, known, pods_complete, may_rise, min_coverage, memory.smoothed, at, policy.scale_down_tau_s,
                    held, smoothed, values)
     if unready:
         held.update(held_reasons(unready, at, unready_clocks))
@@ -264,7 +228,7 @@ def decide(
     horizon = agg.recency_horizon_s
     short_horizon = horizon is not None and horizon < policy.target_lru_age_s
     if no_capacity or short_horizon:  # rare
-        warnings = _view_warnings(snapshot.key, no_capacity, horizon if short_horizon else None,
+        warnings = view_warnings(snapshot.key, no_capacity, horizon if short_horizon else None,
                                   policy.target_lru_age_s)
 
     if complete and capacity_signals_present and not held and (memory.known or not memory.smoothed):
@@ -300,12 +264,12 @@ def decide(
         {},  # costs_on_pods: set by the refresh from the deletion-cost writer (`RankingWrites.on_pods`)
         _NOT_FALLING,  # falling: set by the refresher for a value in the middle of a slow fall (`slow_fall`)
     )
-    seen = _next_seen(memory.seen, reported_signals, agg)
+    seen = next_seen(memory.seen, reported_signals, agg)
     next_memory = _memory(
         smoothed,
         consecutive_misses,
         known,
-        _remembered(rec.proposals) if known else memory.proposals,  # proposals
+        remembered(rec.proposals) if known else memory.proposals,  # proposals
         seen,
         memory.warned_no_capacity or no_capacity,  # warned_no_capacity
         models_reported_at,
@@ -334,158 +298,3 @@ def _hold_unready(
     if memory.unready_clocks:  # a pod held until now and left out past the bound: said once
         say_left_out(snapshot.key, memory.unready_clocks, unready_clocks, at)
     return agg, pods, unready, unready_names, unready_clocks
-
-
-def _view_warnings(
-    key: RuntimeKey, no_capacity: bool, short_horizon_s: float | None, target_lru_age_s: float,
-) -> tuple[str, ...]:
-    """The view's warnings, said by the refresh: no capacity signal (a fleet's in one line), and the exporters'
-    `short_horizon_s` below `target_lru_age_s` (once per change); None: not short."""
-    warnings: tuple[str, ...] = (_no_capacity_warning(key),) if no_capacity else ()
-    if short_horizon_s is not None:
-        warnings = (*warnings, short_horizon_warning(key, short_horizon_s, target_lru_age_s))
-    return warnings
-
-
-def _desired_value(
-    target: float | None,
-    may_fall: bool,
-    may_rise: str,
-    policy: RuntimePolicy,
-    before: Mapping[ServedMetric, SmoothState],
-    at: float,
-    oldest: float | None,
-    held: dict[str, str],
-    smoothed: dict[ServedMetric, SmoothState],
-    values: dict[ServedMetric, ServedValue],
-) -> None:
-    """The replica count, added to `values`: usable when `target` is known (the recommendation), may fall when
-    `may_fall` (every signal of its terms complete), capped, served rounded up. Adds its state to `smoothed`
-    and, when it is held up, its reason (`may_rise`) to `held`."""
-    state = smooth(before.get(_DESIRED), target, at, policy.scale_down_tau_s, may_fall, DESIRED_REPLICAS_SETTLE)
-    served: float | None = None
-    if state is not None:
-        # Never above the upper bound (docs/design.md, Bounds: a fall from far above the cap would otherwise take
-        # `tau * ln(value / cap)` before the HPA sees any change).
-        cap = policy.max_replicas
-        if cap is not None and state.value > cap:
-            state = smooth_state(float(cap), state.updated_at)
-        smoothed[_DESIRED] = state
-        if target is not None:
-            if not may_fall and target < state.value:
-                held.setdefault(_DESIRED_KEY, may_rise)
-            served = float(ceil_pods(state.value))
-    value = _ValueTwin()  # ServedValue(served, target, oldest), through its twin (`slots`)
-    value.value, value.raw, value.timestamp = served, target, oldest
-    value.__class__ = ServedValue
-    values[_DESIRED] = value
-
-
-def _signal_values(
-    agg: Aggregate,
-    known: bool,
-    pods_complete: bool,
-    may_rise: str,
-    min_coverage: float,
-    before: Mapping[ServedMetric, SmoothState],
-    at: float,
-    tau: float,
-    held: dict[str, str],
-    smoothed: dict[ServedMetric, SmoothState],
-    values: dict[ServedMetric, ServedValue],
-) -> None:
-    """The values of one signal each, added to `values` in view order (`_SIGNAL_PLAN`): usable when the runtime
-    is `known` and the signal fresh on at least `min_coverage` of the Ready pods, may fall when it misses on
-    none and `pods_complete` (every Ready pod fresh, none held: `unready_pods`). Adds their states to `smoothed`
-    and why one is held (`may_rise`) to `held`."""
-    by_signal = agg.signals
-    oldest = agg.oldest_sample_at
-    ready = agg.ready
-    value_twin = _ValueTwin
-    request_rate = agg.request_rate
-    # (`zip` without `strict`: the lengths are equal here, and any keyword sends `zip` down its slow path)
-    for (metric, signal, key), raw in zip(_SIGNAL_PLAN, (  # noqa: B905
-        agg.gpu_busy,
-        None if request_rate is None else agg.rate_pods * request_rate,
-        agg.cache_pressure,
-    )):
-        stats = by_signal[signal]
-        fresh = stats.fresh
-        target: float | None
-        if known and fresh > 0 and stats.coverage >= min_coverage:  # usable
-            may_fall = stats.missing == 0 and pods_complete
-            target = raw
-        else:
-            may_fall = False
-            target = None
-            if known and fresh + stats.missing > 0:  # present, under coverage
-                held[key] = (f"{signal} fresh on {fresh} of {ready} ready pods "
-                             f"(< {min_coverage:.0%}); unknown (503), memory kept")
-        state = smooth(before.get(metric), target, at, tau, may_fall)
-        served = None
-        if state is not None:
-            smoothed[metric] = state
-            if target is not None:  # (then usable)
-                served = state.value
-                if not may_fall and target < served:
-                    held.setdefault(key, may_rise)
-        value = value_twin()
-        value.value, value.raw, value.timestamp = served, target, oldest
-        value.__class__ = ServedValue
-        values[metric] = value
-
-
-def _next_seen(seen: frozenset[str], reported_signals: frozenset[str], agg: Aggregate) -> frozenset[str]:
-    """The runtime's `seen` for its next memory (`RuntimeMemory.seen`)."""
-    # The signals reported so far: the same set (object) while no new one appears, as on most refreshes
-    # (`is`: equal frozensets would still be compared element-wise); per-model use too, once a fresh pod reports it.
-    if seen is _ALL_SIGNALS:
-        if agg.models_in_use is not None:
-            seen = _WITH_MODELS
-    elif seen is not _WITH_MODELS:
-        if not reported_signals <= seen:
-            seen = seen | reported_signals
-        if agg.models_in_use is not None and SIGNAL_MODELS not in seen:
-            seen = seen | _MODELS
-        if seen == _ALL_SIGNALS:
-            seen = _ALL_SIGNALS
-        elif seen == _WITH_MODELS:
-            seen = _WITH_MODELS
-    return seen
-
-
-_TERMS_BY_ID: dict[int, tuple[RuntimePolicy, tuple[WeightedTerm, ...], tuple[int, int | None]]] = {}
-
-_TERMS_BY_ID_BOUND: Final = 65_536
-"""`_TERMS_BY_ID` is cleared at this many entries: one policy per runtime of a 65,536-runtime fleet, well under
-1 KiB each; more only cost rebuilding."""
-
-
-def _policy_terms(policy: RuntimePolicy) -> tuple[tuple[WeightedTerm, ...], tuple[int, int | None]]:
-    """`default_terms(policy)` and the view's `bounds`, made once per policy object rather than once per
-    runtime and refresh, and found by the policy's identity: a refresh hands the same policy object to a
-    runtime every time (`with_hpa_bounds` is cached), and hashing a 16-field policy costs more than the
-    ranking of a small runtime. The entry keeps its policy alive, so an id is never reused while cached
-    (cleared at `_TERMS_BY_ID_BOUND`). Both are immutable, so every view of the policy shares them."""
-    hit = _TERMS_BY_ID.get(id(policy))
-    if hit is not None and hit[0] is policy:
-        return hit[1], hit[2]
-    terms = default_terms(policy)
-    bounds = (lower_bound(policy), policy.max_replicas)
-    stored(_TERMS_BY_ID, id(policy), (policy, terms, bounds), _TERMS_BY_ID_BOUND)
-    return terms, bounds
-
-
-def _remembered(proposals: Mapping[str, int | None]) -> dict[str, int]:
-    """The term proposals to hold next time: this refresh's (after holds), for the terms that proposed, in
-    `SIGNAL_OF`'s order (unrolled: it runs for every known runtime; `recommend` lists every term)."""
-    remembered: dict[str, int] = {}
-    if (value := proposals[GPU]) is not None:
-        remembered[GPU] = value
-    if (value := proposals[REQUESTS]) is not None:
-        remembered[REQUESTS] = value
-    if (value := proposals[QUEUE]) is not None:
-        remembered[QUEUE] = value
-    if (value := proposals[CACHE]) is not None:
-        remembered[CACHE] = value
-    return remembered

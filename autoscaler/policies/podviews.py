@@ -16,7 +16,7 @@ from itertools import repeat
 from typing import Final
 
 from autoscaler.model import PodRow, PodSample, PodViews
-from autoscaler.policies.aggregation import Aggregate, scan_pods, set_models_in_use
+from autoscaler.policies.aggregation import scan_pods
 from autoscaler.policies.bounded_cache import stored
 from autoscaler.policies.copies_in_use import counted_copies, fresh_models_in_use
 from autoscaler.policies.policy import RuntimePolicy
@@ -31,6 +31,7 @@ from autoscaler.policies.ranking import (
     WeightedTerm,
     rank_pods,
 )
+from autoscaler.policies.runtime_aggregate import Aggregate, set_models_in_use
 from autoscaler.policies.signals import ALL_FRESH
 from autoscaler.policies.slots import slot_builder
 
@@ -81,7 +82,7 @@ _WEIGHTS_BY_ID: dict[int, tuple[Sequence[WeightedTerm], _Weights | None]] = {}
 (`_WEIGHTS_BY_ID_BOUND`)."""
 
 _WEIGHTS_BY_ID_BOUND: Final = 4096
-"""`_WEIGHTS_BY_ID` is cleared at this many entries: one per policy's terms (`decision._policy_terms`, at most
+"""`_WEIGHTS_BY_ID` is cleared at this many entries: one per policy's terms (`policy_terms.terms_and_bounds`, at most
 one per runtime), each a small tuple that keeps its terms alive, well under a megabyte in all. A miss only
 costs `_default_weights`' few type checks, so a fleet with more runtimes than this loses little by clearing."""
 
@@ -90,7 +91,7 @@ def _weights_of(
     terms: Sequence[WeightedTerm],
 ) -> tuple[Sequence[WeightedTerm], _Weights | None]:
     """`_default_weights(terms)`, kept by the identity of `terms` (the decision hands the same tuple for a
-    policy every time: `decision._policy_terms`); the entry keeps `terms` alive, so its id is not reused
+    policy every time: `policy_terms.terms_and_bounds`); the entry keeps `terms` alive, so its id is not reused
     while cached (cleared at `_WEIGHTS_BY_ID_BOUND`)."""
     hit = (terms, _default_weights(terms))
     if type(terms) is tuple:  # (a list could change under its id; the weighted terms themselves are frozen)

@@ -55,9 +55,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from autoscaler.policies.aggregation import Aggregate
 from autoscaler.policies.policy import PROPOSAL_LIMIT, RuntimePolicy
 from autoscaler.policies.recency_horizon import short_horizon_cause
+from autoscaler.policies.runtime_aggregate import Aggregate
 from autoscaler.policies.signals import SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_REQUESTS, SignalStats
 from autoscaler.policies.slots import slot_builder
 

@@ -1,7 +1,8 @@
 """What one runtime's decision carries to the next refresh (`RuntimeMemory`), and how it forgets a signal its
 pods stopped having: the GPU once every Ready pod says it has no GPU collector (`gpu_forgetting`), per-model use
 once no fresh Ready pod has reported it for `target_lru_age_s` (`models_forgetting`). `decide` takes one and
-returns the next; the refresh loop keeps them, one per runtime.
+returns the next, with the signals seen so far (`next_seen`) and the term proposals to hold (`remembered`); the
+refresh loop keeps them, one per runtime.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from autoscaler.model import RuntimeKey
 from autoscaler.names import ServedMetric
 from autoscaler.policies.gpu_forgetting import forget_gpu
 from autoscaler.policies.models_forgetting import forget_models
+from autoscaler.policies.recommendation import CACHE, GPU, QUEUE, REQUESTS
+from autoscaler.policies.runtime_aggregate import Aggregate
+from autoscaler.policies.signals import SIGNAL_MODELS, SIGNALS
 from autoscaler.policies.smoothing import SmoothState
 from autoscaler.policies.unready_pods import UnreadyClocks
 
@@ -57,3 +61,43 @@ def without_models(
     (`models_forgetting`, which logs it); `unreported_s`: for how long none has."""
     seen, proposals = forget_models(key, memory.seen, memory.proposals, unreported_s, target_lru_age_s)
     return replace(memory, seen=seen, proposals=proposals)
+
+
+_ALL_SIGNALS: Final = frozenset(SIGNALS)
+_WITH_MODELS: Final = frozenset((*SIGNALS, SIGNAL_MODELS))
+"""Every signal and per-model use (`signals.SIGNAL_MODELS`): `seen` of a runtime whose exporters report it all."""
+_MODELS: Final = frozenset((SIGNAL_MODELS,))
+
+
+def next_seen(seen: frozenset[str], reported_signals: frozenset[str], agg: Aggregate) -> frozenset[str]:
+    """The runtime's `seen` for its next memory (`RuntimeMemory.seen`)."""
+    # The signals reported so far: the same set (object) while no new one appears, as on most refreshes
+    # (`is`: equal frozensets would still be compared element-wise); per-model use too, once a fresh pod reports it.
+    if seen is _ALL_SIGNALS:
+        if agg.models_in_use is not None:
+            seen = _WITH_MODELS
+    elif seen is not _WITH_MODELS:
+        if not reported_signals <= seen:
+            seen = seen | reported_signals
+        if agg.models_in_use is not None and SIGNAL_MODELS not in seen:
+            seen = seen | _MODELS
+        if seen == _ALL_SIGNALS:
+            seen = _ALL_SIGNALS
+        elif seen == _WITH_MODELS:
+            seen = _WITH_MODELS
+    return seen
+
+
+def remembered(proposals: Mapping[str, int | None]) -> dict[str, int]:
+    """The term proposals to hold next time: this refresh's (after holds), for the terms that proposed, in
+    `SIGNAL_OF`'s order (unrolled: it runs for every known runtime; `recommend` lists every term)."""
+    remembered: dict[str, int] = {}
+    if (value := proposals[GPU]) is not None:
+        remembered[GPU] = value
+    if (value := proposals[REQUESTS]) is not None:
+        remembered[REQUESTS] = value
+    if (value := proposals[QUEUE]) is not None:
+        remembered[QUEUE] = value
+    if (value := proposals[CACHE]) is not None:
+        remembered[CACHE] = value
+    return remembered

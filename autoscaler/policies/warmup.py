@@ -46,9 +46,10 @@ from dataclasses import dataclass, replace
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
-from autoscaler.policies.decision import VALUE_SIGNAL, decide, down_cause
+from autoscaler.policies.decision import decide, down_cause
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.runtime_memory import RuntimeMemory
+from autoscaler.policies.served_values import VALUE_SIGNAL
 from autoscaler.policies.signals import (
     ABSENT,
     FRESH,

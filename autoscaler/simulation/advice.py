@@ -25,7 +25,8 @@ from autoscaler.simulation.evidence import MOVED, caveat_text, evidence
 from autoscaler.simulation.figures import ratio_text
 from autoscaler.simulation.goal import LABELS, POD_HOURS, delay_limit
 from autoscaler.simulation.goal_ceiling import FIELD
-from autoscaler.simulation.hpa import DOWNSCALE_STABILIZATION_S, SYNC_PERIOD_S
+from autoscaler.simulation.hpa import SYNC_PERIOD_S
+from autoscaler.simulation.hpa_spec import DOWNSCALE_STABILIZATION_S
 from autoscaler.simulation.rate_check import SCALEUP_RPM_RANGE
 from autoscaler.simulation.rerun import Rerun
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR

@@ -15,7 +15,8 @@ from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.simulation.figures import figure
 from autoscaler.simulation.goal_ceiling import goal_ceiling_text
-from autoscaler.simulation.hpa import SYNC_PERIOD_S, Behavior
+from autoscaler.simulation.hpa import SYNC_PERIOD_S
+from autoscaler.simulation.hpa_spec import Behavior
 from autoscaler.simulation.memory_room import ADVICE, LIMITS, SYNTHETIC_ADVICE
 from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.rate_check import DEFAULT_SCALEUP_RPM, RATE_CHECK_S

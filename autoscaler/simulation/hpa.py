@@ -29,7 +29,8 @@ follows the documented algorithm and the controller it describes (`pkg/controlle
 
 Pure apart from its own memory (recommendations and scale events, as the controller keeps them); the caller
 passes the time and the metric readings, so the demo can read a real API, the simulator a simulated one, and
-the closed-loop test (`tests/support/hpa_step.py`) the real metrics API and a scale subresource.
+the closed-loop test (`tests/support/hpa_step.py`) the real metrics API and a scale subresource. What an HPA is
+configured with is `hpa_spec`; what each metric proposes, `hpa_metrics`.
 """
 
 from __future__ import annotations
@@ -37,106 +38,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Final
+
+from autoscaler.simulation.hpa_metrics import propose
+from autoscaler.simulation.hpa_spec import DOWNSCALE_STABILIZATION_S, HpaPod, HpaSpec, MetricReading, ScalingRules
 
 SYNC_PERIOD_S: Final = 15.0
-TOLERANCE: Final = 0.1
-DOWNSCALE_STABILIZATION_S: Final = 300
-"""`--horizontal-pod-autoscaler-downscale-stabilization`: the scale-down window when behavior names none."""
 SCALE_UP_LIMIT_FACTOR: Final = 2
 SCALE_UP_LIMIT_MINIMUM: Final = 4
 """Without `behavior`, a sync scales up to at most max(2x the current replicas, 4) (`calculateScaleUpLimit`)."""
-
-PolicyType = Literal["Pods", "Percent"]
-SelectPolicy = Literal["Max", "Min", "Disabled"]
-TargetType = Literal["Value", "AverageValue", "Utilization"]
-MetricKind = Literal["External", "Pods", "Resource"]
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class ScalingPolicy:
-    type: PolicyType
-    value: int
-    period_s: int
-
-
-@dataclass(frozen=True, slots=True)
-class ScalingRules:
-    stabilization_window_s: int
-    select_policy: SelectPolicy
-    policies: tuple[ScalingPolicy, ...]
-    tolerance: float | None = None  # this direction's tolerance; None: the cluster's (`HpaSpec.tolerance`)
-
-
-@dataclass(frozen=True, slots=True)
-class Tolerances:
-    """How far the usage ratio may sit from 1 without a scale, per direction (the controller's `Tolerances`)."""
-
-    up: float = TOLERANCE
-    down: float = TOLERANCE
-
-    def within(self, ratio: float) -> bool:
-        return 1.0 - self.down <= ratio <= 1.0 + self.up
-
-
-@dataclass(frozen=True, slots=True)
-class Behavior:
-    scale_up: ScalingRules
-    scale_down: ScalingRules
-
-
-DEFAULT_SCALE_UP: Final = ScalingRules(0, "Max", (ScalingPolicy("Percent", 100, 15), ScalingPolicy("Pods", 4, 15)))
-DEFAULT_SCALE_DOWN: Final = ScalingRules(DOWNSCALE_STABILIZATION_S, "Max", (ScalingPolicy("Percent", 100, 15),))
-DEFAULT_BEHAVIOR: Final = Behavior(DEFAULT_SCALE_UP, DEFAULT_SCALE_DOWN)
-
-
-@dataclass(frozen=True, slots=True)
-class MetricSpec:
-    """One entry of `spec.metrics`: which metric, and the target it is held at."""
-
-    name: str
-    kind: MetricKind
-    target_type: TargetType
-    target: float  # the value, average value, or utilization in percent
-
-    @property
-    def resource_utilization(self) -> bool:
-        """A `Resource` metric with a `Utilization` target: the controller's `GetResourceReplicas` rules."""
-        return self.kind == "Resource" and self.target_type == "Utilization"
-
-    def describe(self) -> str:
-        unit = "%" if self.target_type == "Utilization" else ""
-        return f"{self.kind} {self.name} {self.target_type} {self.target:g}{unit}"
-
-
-@dataclass(frozen=True, slots=True)
-class HpaSpec:
-    metrics: tuple[MetricSpec, ...]
-    min_replicas: int = 1
-    max_replicas: int = 10
-    behavior: Behavior | None = DEFAULT_BEHAVIOR
-    """None: the HPA has no `spec.behavior`, and the controller takes its older path (module docstring)."""
-    tolerance: float = TOLERANCE  # the cluster's `--horizontal-pod-autoscaler-tolerance`
-
-    @property
-    def tolerances(self) -> Tolerances:
-        """Each direction's own tolerance where its behavior sets one, else the cluster's."""
-        if self.behavior is None:
-            return Tolerances(self.tolerance, self.tolerance)
-        up, down = self.behavior.scale_up.tolerance, self.behavior.scale_down.tolerance
-        return Tolerances(self.tolerance if up is None else up, self.tolerance if down is None else down)
-
-
-@dataclass(frozen=True, slots=True)
-class HpaPod:
-    """A pod of the scale target as the HPA sees it."""
-
-    name: str
-    ready: bool
-
-
-MetricReading = float | Mapping[str, float] | None
-"""An External metric's value, a per-pod metric's values by pod name, or None when the read failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,100 +207,6 @@ def _rate_limit(current: int, now: float, ups: Sequence[_Event], downs: Sequence
     # Max picks the biggest change: the highest limit up, the lowest limit down; Min the reverse.
     biggest = rules.select_policy == "Max"
     return max(proposals) if biggest == up else min(proposals)
-
-
-def propose(metric: MetricSpec, reading: MetricReading, current: int, pods: Sequence[HpaPod],
-            tolerances: Tolerances = Tolerances()) -> int | None:
-    """The replicas one metric proposes, or None when it cannot be read."""
-    if reading is None:
-        return None
-    ready = sum(1 for p in pods if p.ready)
-    if isinstance(reading, (int, float)):
-        if metric.kind != "External" or not math.isfinite(reading):
-            return None
-        if metric.target_type == "AverageValue":
-            if current == 0:
-                return math.ceil(reading / metric.target)
-            ratio = reading / (metric.target * current)
-            return current if tolerances.within(ratio) else math.ceil(reading / metric.target)
-        ratio = reading / metric.target
-        if current == 0:
-            return math.ceil(ratio)
-        return current if tolerances.within(ratio) else math.ceil(ratio * ready)
-    return _per_pod(metric, reading, current, pods, tolerances)
-
-
-def _usage_ratio(metric: MetricSpec, values: Mapping[str, float]) -> float:
-    """The mean over the pods against the target; a utilization in whole percent, as the controller's
-    `GetResourceUtilizationRatio` divides integers (87.9% reads 87)."""
-    mean = sum(values.values()) / len(values)
-    if metric.resource_utilization:
-        mean = math.floor(round(mean, 9))  # rounded first: 80% summed from floats must not read 79
-    return mean / metric.target
-
-
-@dataclass(frozen=True, slots=True)
-class PerPodCount:
-    """How the controller counted a per-pod metric's pods at one sync, for a caller that shows its reasoning (the
-    demo's "an HPA on the average" line): which pods were counted and at what, and what that proposes."""
-
-    measured: Mapping[str, float]
-    """The Ready pods with a metric of their own, and their values."""
-    filled: Mapping[str, float]
-    """The pods counted without one (a Ready pod with no metric, a not-yet-Ready pod on a scale-up), at the
-    value the rules give them: 0 on a scale-up, the target on a scale-down."""
-    ratio: float
-    """The counted pods' mean against the target (the measured pods' alone where none was filled in)."""
-    proposal: int
-    held: Literal["tolerance", "reversed"] | None
-    """Why `proposal` is the current replicas: the ratio is within tolerance, or the filled-in pods reversed the
-    direction the measured ones asked for; None where it is the ratio's own."""
-
-    @property
-    def counted(self) -> dict[str, float]:
-        return {**self.measured, **self.filled}
-
-
-def count_per_pod(metric: MetricSpec, values: Mapping[str, float], current: int, pods: Sequence[HpaPod],
-                  tolerances: Tolerances = Tolerances()) -> PerPodCount | None:
-    """The controller's per-pod calculation (`calcPlainMetricReplicas`, `GetResourceReplicas`), with its
-    missing-metric and not-ready rules; None where no Ready pod has a metric (the metric cannot be read)."""
-    metrics = {p.name: values[p.name] for p in pods if p.ready and p.name in values}
-    unready = [p.name for p in pods if not p.ready]
-    missing = [p.name for p in pods if p.ready and p.name not in values]
-    if not metrics:
-        return None
-    ratio = _usage_ratio(metric, metrics)
-    up_with_unready = bool(unready) and ratio > 1.0
-    if not up_with_unready and not missing:
-        within = tolerances.within(ratio)
-        return PerPodCount(metrics, {}, ratio, current if within else math.ceil(ratio * len(metrics)),
-                           "tolerance" if within else None)
-    filled: dict[str, float] = {}
-    if ratio < 1.0:
-        # A pod without a metric on a scale-down: at the target, or a utilization's whole request (100%).
-        at = max(100.0, metric.target) if metric.resource_utilization else metric.target
-        filled.update((name, at) for name in missing)
-    elif ratio > 1.0:
-        filled.update((name, 0.0) for name in missing)
-    if up_with_unready:
-        filled.update((name, 0.0) for name in unready)
-    new_ratio = _usage_ratio(metric, {**metrics, **filled})
-    if tolerances.within(new_ratio):
-        return PerPodCount(metrics, filled, new_ratio, current, "tolerance")
-    if (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
-        return PerPodCount(metrics, filled, new_ratio, current, "reversed")
-    replicas = math.ceil(new_ratio * (len(metrics) + len(filled)))
-    if (new_ratio < 1.0 and replicas > current) or (new_ratio > 1.0 and replicas < current):
-        return PerPodCount(metrics, filled, new_ratio, current, "reversed")
-    return PerPodCount(metrics, filled, new_ratio, replicas, None)
-
-
-def _per_pod(metric: MetricSpec, values: Mapping[str, float], current: int, pods: Sequence[HpaPod],
-             tolerances: Tolerances) -> int | None:
-    """The replicas a per-pod metric proposes (`count_per_pod`)."""
-    count = count_per_pod(metric, values, current, pods, tolerances)
-    return None if count is None else count.proposal
 
 
 def _why(current: int, proposed: int, metric: str | None, stabilized: int, window: str | None, desired: int,

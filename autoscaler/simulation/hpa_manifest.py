@@ -14,11 +14,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from autoscaler.simulation.hpa import (
+from autoscaler.simulation.hpa import SCALE_UP_LIMIT_MINIMUM
+from autoscaler.simulation.hpa_spec import (
     DEFAULT_SCALE_DOWN,
     DEFAULT_SCALE_UP,
     DOWNSCALE_STABILIZATION_S,
-    SCALE_UP_LIMIT_MINIMUM,
     Behavior,
     ScalingPolicy,
     ScalingRules,

@@ -1,5 +1,5 @@
-"""Rows read without a requests value, placed on the trace's grid: apart from trace_file.py, whose readers
-refuse a file by its packing, text or header before numpy is imported."""
+"""Rows read without a requests value, placed on the trace's grid: apart from trace_file.py and lost_scrapes.py,
+whose readers refuse a file by its packing, text or header before numpy is imported."""
 
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ from typing import Final
 
 import numpy as np
 
-from autoscaler.simulation.trace_file import MIN_INTERVAL_S, LostScrapes
+from autoscaler.simulation.lost_scrapes import LostScrapes
+from autoscaler.simulation.trace_file import MIN_INTERVAL_S
 
 FILL_SHARE: Final = 0.5
 """The share of the finer grid's empty times (in the values' span, no value there) the lost rows must hold. An

@@ -27,8 +27,9 @@ from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.request_log import reading_progress
 from autoscaler.simulation.standard_input import STDIN, argument_path, input_name
 from autoscaler.simulation.trace import Trace, read_csv
-from autoscaler.simulation.trace_file import TraceError, minute_columns, open_csv, unpacking
+from autoscaler.simulation.trace_file import TraceError, minute_columns
 from autoscaler.simulation.trace_minutes import MANY, MINUTE_S, READ_AS
+from autoscaler.simulation.trace_opening import open_csv, unpacking
 from autoscaler.simulation.trace_write import write_csv
 
 

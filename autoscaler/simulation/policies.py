@@ -24,16 +24,9 @@ from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.runtime_memory import RuntimeMemory
 from autoscaler.simulation.cluster import Cluster
-from autoscaler.simulation.hpa import (
-    DEFAULT_BEHAVIOR,
-    Behavior,
-    HorizontalPodAutoscaler,
-    HpaPod,
-    HpaSpec,
-    MetricSpec,
-    ScaleDecision,
-)
+from autoscaler.simulation.hpa import HorizontalPodAutoscaler, ScaleDecision
 from autoscaler.simulation.hpa_manifest import describe_behavior
+from autoscaler.simulation.hpa_spec import DEFAULT_BEHAVIOR, Behavior, HpaPod, HpaSpec, MetricSpec
 from autoscaler.simulation.run_size import BUSY
 
 KEY: Final = RuntimeKey("simulated", "modelmesh-serving-simulated")

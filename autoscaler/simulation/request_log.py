@@ -29,19 +29,8 @@ from autoscaler.simulation.header_advice import REQUEST_LOG_TIME_NAMES
 from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.standard_input import STDIN, argument_path, input_name, opened
 from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, epoch_unit, parse_time, seconds_text
-from autoscaler.simulation.trace_file import (
-    HEADER,
-    MAX_INTERVAL_S,
-    MIN_INTERVAL_S,
-    PROGRESS_ROWS,
-    TraceError,
-    gzipped,
-    known_size,
-    not_utf8,
-    text_of,
-    unpacking,
-    with_head,
-)
+from autoscaler.simulation.trace_file import HEADER, MAX_INTERVAL_S, MIN_INTERVAL_S, PROGRESS_ROWS, TraceError
+from autoscaler.simulation.trace_opening import gzipped, known_size, not_utf8, text_of, unpacking, with_head
 
 DEFAULT_TIMESTAMP_COLUMNS: Final = REQUEST_LOG_TIME_NAMES  # the advice that names this converter knows them
 """Column names taken as the request's time when `--timestamp-column` is not given (case-insensitive)."""

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Final
 
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.simulation.hpa import Behavior
+from autoscaler.simulation.hpa_spec import Behavior
 from autoscaler.simulation.program import program
 from autoscaler.simulation.standard_input import STDIN
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from autoscaler.simulation.hpa import DEFAULT_SCALE_UP, Behavior, ScalingPolicy, ScalingRules
+from autoscaler.simulation.hpa_spec import DEFAULT_SCALE_UP, Behavior, ScalingPolicy, ScalingRules
 
 SHIPPED_BEHAVIOR: Final = Behavior(
     scale_up=DEFAULT_SCALE_UP,

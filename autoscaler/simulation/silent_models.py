@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from autoscaler.simulation.hpa import DOWNSCALE_STABILIZATION_S
+from autoscaler.simulation.hpa_spec import DOWNSCALE_STABILIZATION_S
 from autoscaler.simulation.lost_cells import NO_CELLS, LostCells
 from autoscaler.simulation.missing_intervals import AROUND, BUSY_REQUESTS, unlike_the_rest
 from autoscaler.simulation.timestamps import moment_text, span_text

@@ -12,8 +12,8 @@ import yaml
 
 from autoscaler.policies import strict_yaml
 from autoscaler.policies.yaml_errors import yaml_error_text
-from autoscaler.simulation.hpa import Behavior
 from autoscaler.simulation.hpa_manifest import behavior_from_manifest, hpa_of_scaled_object
+from autoscaler.simulation.hpa_spec import Behavior
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
 
 HPA_KINDS: Final = ("HorizontalPodAutoscaler", "ScaledObject")

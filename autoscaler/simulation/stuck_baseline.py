@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from autoscaler.simulation.engine import Timeline
-from autoscaler.simulation.hpa import TOLERANCE
+from autoscaler.simulation.hpa_spec import TOLERANCE
 from autoscaler.simulation.idle_watch import IDLE_BUSY, BucketUse
 from autoscaler.simulation.timestamps import moment_text, span_text
 

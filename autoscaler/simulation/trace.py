@@ -34,6 +34,7 @@ import numpy as np
 from autoscaler.simulation.coarse_steps import coarse_stretches, spread_coarse_rows, step_notes
 from autoscaler.simulation.local_time import repeated_hour_problem
 from autoscaler.simulation.lost_grid import finer_grid
+from autoscaler.simulation.lost_scrapes import LostScrapes
 from autoscaler.simulation.memory_room import MemoryWatch
 from autoscaler.simulation.missing_intervals import missing_notes
 from autoscaler.simulation.off_grid import off_grid_problem
@@ -59,23 +60,17 @@ from autoscaler.simulation.trace_file import (
     MAX_INTERVAL_S,
     MIN_INTERVAL_S,
     PROGRESS_ROWS,
-    LostScrapes,
     TraceError,
     by_name,
     columns,
-    gzipped,
-    known_size,
     minute_columns,
-    not_utf8,
     number_field,
     numbered_rows,
-    text_of,
     timestamp_field,
-    unpacking,
-    with_head,
 )
 from autoscaler.simulation.trace_head import sampled
 from autoscaler.simulation.trace_minutes import MINUTE_S, read_minutes
+from autoscaler.simulation.trace_opening import gzipped, known_size, not_utf8, text_of, unpacking, with_head
 
 __all__ = ["HEADER", "MAX_INTERVAL_S", "MIN_INTERVAL_S", "Trace", "TraceError", "from_rows", "read_csv"]
 

@@ -16,17 +16,8 @@ import stat
 from collections.abc import Iterator
 
 from autoscaler.simulation.standard_input import STDIN
-from autoscaler.simulation.trace_file import (
-    TraceError,
-    columns,
-    gzipped,
-    minute_columns,
-    not_utf8,
-    numbered_rows,
-    text_of,
-    unpacking,
-    with_head,
-)
+from autoscaler.simulation.trace_file import TraceError, columns, minute_columns, numbered_rows
+from autoscaler.simulation.trace_opening import gzipped, not_utf8, text_of, unpacking, with_head
 
 
 def sampled(first: tuple[int, list[str]] | None, numbered: Iterator[tuple[int, list[str]]]) -> Iterator[list[str]]:

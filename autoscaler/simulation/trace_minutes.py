@@ -8,7 +8,7 @@ The model is the `HashFunction` column where there is one (Azure hashes a functi
 names one function), else the first column. A function under two triggers is on two rows: they are one
 model, their requests added up, and said so. A cell written empty, NaN or null (pandas' and Grafana's exports of
 such a table with gaps) is a lost scrape, read as no row and said in one warning, as a trace's rows are
-(trace_file.LostScrapes): it refused the table at its first.
+(lost_scrapes.LostScrapes): it refused the table at its first.
 """
 
 from __future__ import annotations
@@ -21,16 +21,8 @@ from typing import Final
 
 import numpy as np
 
-from autoscaler.simulation.trace_file import (
-    LOST_LINES_SHOWN,
-    LostScrapes,
-    TraceError,
-    by_name,
-    lost_note,
-    lost_refusal,
-    never_valued,
-    number_field,
-)
+from autoscaler.simulation.lost_scrapes import LOST_LINES_SHOWN, LostScrapes, lost_note, lost_refusal, never_valued
+from autoscaler.simulation.trace_file import TraceError, by_name, number_field
 
 MINUTE_S: Final = 60.0
 MODEL_COLUMN: Final = "hashfunction"

@@ -33,9 +33,10 @@ from typing import TypeVar, cast
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from exporter import names, nvml
+from exporter import names, nvml, nvml_errors
 from exporter.collectors.health import CollectorHealth
-from exporter.gpu_sampler import GpuReading, GpuSampler, PassOutcome
+from exporter.gpu_readings import GpuReading, PassOutcome
+from exporter.gpu_sampler import GpuSampler
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +229,7 @@ class GpuCollector(Collector):
         if outcome.problems:
             detail = "; ".join(outcome.problems)
             self._health.failed(names.COLLECTOR_GPU, outcome.reason, detail, served=_served(outcome.readings),
-                                causes=nvml.codes_said(detail))
+                                causes=nvml_errors.codes_said(detail))
         else:
             self._health.succeeded(names.COLLECTOR_GPU, as_of=outcome.as_of)
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import aiohttp
 
-from autoscaler.simulation.hpa import DEFAULT_SCALE_UP, Behavior, HpaSpec, MetricSpec, ScalingPolicy, ScalingRules
+from autoscaler.simulation.hpa_spec import DEFAULT_SCALE_UP, Behavior, HpaSpec, MetricSpec, ScalingPolicy, ScalingRules
 from tests.api.keda_model import ScaledObjectModel
 from tests.fakes.kube import FakeKubeApi
 from tests.support.hpa_step import HpaStep

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from autoscaler.actuation.bridge import ReplicaBridge
 from autoscaler.kube.client import KubeClient
-from autoscaler.simulation.hpa import HpaSpec, MetricSpec
+from autoscaler.simulation.hpa_spec import HpaSpec, MetricSpec
 from tests.actuation.conftest import SteppedClock, connected
 from tests.fakes.kube import FakeKubeApi
 from tests.support.hpa_step import HpaStep

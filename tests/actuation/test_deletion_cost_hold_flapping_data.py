@@ -20,7 +20,8 @@ import pytest
 
 from autoscaler.kube.client import KubeClient
 from autoscaler.ranking_hold import EXPIRED
-from autoscaler.simulation.hpa import SYNC_PERIOD_S, HpaPod
+from autoscaler.simulation.hpa import SYNC_PERIOD_S
+from autoscaler.simulation.hpa_spec import HpaPod
 from tests.actuation.conftest import add_pods
 from tests.actuation.fleet_load import FleetLoad
 from tests.actuation.test_deletion_cost_hold import DESIRED as DESIRED_URL

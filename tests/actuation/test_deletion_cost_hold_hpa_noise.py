@@ -20,14 +20,8 @@ from autoscaler.api.app import build_api_app
 from autoscaler.kube.client import KubeClient
 from autoscaler.names import ServedMetric
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.simulation.hpa import (
-    DOWNSCALE_STABILIZATION_S,
-    SYNC_PERIOD_S,
-    HorizontalPodAutoscaler,
-    HpaPod,
-    HpaSpec,
-    MetricSpec,
-)
+from autoscaler.simulation.hpa import SYNC_PERIOD_S, HorizontalPodAutoscaler
+from autoscaler.simulation.hpa_spec import DOWNSCALE_STABILIZATION_S, HpaPod, HpaSpec, MetricSpec
 from tests.actuation.conftest import SteppedClock, add_pods, refresher_writing_costs
 from tests.actuation.fleet_load import FleetLoad
 from tests.actuation.test_deletion_cost_hold import T0, Cluster

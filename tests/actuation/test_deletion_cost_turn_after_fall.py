@@ -21,10 +21,10 @@ from autoscaler.api.app import build_api_app
 from autoscaler.kube.client import KubeClient
 from autoscaler.names import DELETION_COST_ANNOTATION, ServedMetric
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.simulation.hpa import (
+from autoscaler.simulation.hpa import HorizontalPodAutoscaler
+from autoscaler.simulation.hpa_spec import (
     DEFAULT_SCALE_UP,
     Behavior,
-    HorizontalPodAutoscaler,
     HpaPod,
     HpaSpec,
     MetricSpec,

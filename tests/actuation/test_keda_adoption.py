@@ -27,7 +27,7 @@ from autoscaler.api.runtimes import keda_answer
 from autoscaler.kube.client import KubeClient
 from autoscaler.model import ServedValue
 from autoscaler.names import ServedMetric
-from autoscaler.simulation.hpa import HpaSpec, MetricSpec
+from autoscaler.simulation.hpa_spec import HpaSpec, MetricSpec
 from tests.actuation.conftest import SteppedClock
 from tests.actuation.keda_cluster import (
     BEHAVIOR,

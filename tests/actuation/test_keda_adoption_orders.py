@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from autoscaler.actuation.bridge import ReplicaBridge
 from autoscaler.kube.client import KubeClient
 from autoscaler.names import ServedMetric
-from autoscaler.simulation.hpa import HpaSpec, MetricSpec
+from autoscaler.simulation.hpa_spec import HpaSpec, MetricSpec
 from tests.actuation.conftest import SteppedClock, connected
 from tests.actuation.keda_cluster import (
     BEHAVIOR,

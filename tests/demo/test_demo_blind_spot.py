@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from autoscaler.demo.average_blind_spot import blind_spot_line
 from autoscaler.demo.report_lines import RATE_PER_POD
-from autoscaler.simulation.hpa import HpaPod, Tolerances
+from autoscaler.simulation.hpa_spec import HpaPod, Tolerances
 
 PODS = [HpaPod(f"demo-{i}", True) for i in range(4)]
 HOT = {"demo-0": 330.0, "demo-1": 30.0, "demo-2": 30.0, "demo-3": 30.0}

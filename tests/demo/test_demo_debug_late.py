@@ -22,7 +22,7 @@ from aiohttp import web
 
 from autoscaler.api.certs import generate_self_signed, server_context
 from autoscaler.demo import run
-from autoscaler.demo.fake_modelmesh import FakeModelMesh
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh
 from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, DemoPod, free_port
 from autoscaler.demo.run import Demo
 from autoscaler.names import GROUP_VERSION, ServedMetric

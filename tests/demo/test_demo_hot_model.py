@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from autoscaler.demo.fleet import DemoPod
 from autoscaler.demo.hot_model import fill_least_busy_first, hot_model_pods, pod_loads
 from autoscaler.demo.run import Demo

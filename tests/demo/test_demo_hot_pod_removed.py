@@ -10,7 +10,7 @@ a moment: the hot pod's rate trails its copies' to under 0.8 of theirs, a bucket
 
 from __future__ import annotations
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from autoscaler.demo.fleet import DemoPod
 from autoscaler.demo.removals import scale_down
 from autoscaler.model import PodSample

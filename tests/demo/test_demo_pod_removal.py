@@ -16,7 +16,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from autoscaler.demo.fleet import DemoFleet, DemoPod
 from tests.support.waiting import eventually
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from autoscaler.demo.fleet import DemoPod
 from autoscaler.demo.removals import NOT_RANKED, NOT_READY, Ranking, removal_preview, scale_down
 from autoscaler.demo.run import Demo

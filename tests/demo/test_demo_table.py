@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from autoscaler.demo.report_lines import POD_TABLE_HEADER, average_hpa_line, pod_table_row
 from autoscaler.demo.scenario import DEMO_BEHAVIOR, DESIRED
-from autoscaler.simulation.hpa import HpaPod, HpaSpec
+from autoscaler.simulation.hpa_spec import HpaPod, HpaSpec
 
 
 def right_ends(line: str) -> list[int]:

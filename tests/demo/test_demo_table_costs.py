@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscaler.api.certs import generate_self_signed, server_context
-from autoscaler.demo.fake_modelmesh import FakeModelMesh
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh
 from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, DemoPod, free_port
 from autoscaler.demo.pod_costs import costs_on_pods
 from autoscaler.demo.run import Demo

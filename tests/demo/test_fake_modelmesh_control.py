@@ -19,14 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, generate_latest
 
-from autoscaler.demo.fake_modelmesh import (
-    CONTROL_FIELDS,
-    FAULTS,
-    FakeModelMesh,
-    ModelMeshLoad,
-    control_changes,
-    serve,
-)
+from autoscaler.demo.fake_modelmesh import CONTROL_FIELDS, control_changes, serve
+from autoscaler.demo.fake_modelmesh_metrics import FAULTS, FakeModelMesh, ModelMeshLoad
 
 
 @pytest.fixture

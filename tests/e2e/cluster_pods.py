@@ -11,7 +11,8 @@ from pathlib import Path
 
 from aiohttp import web
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, serve
+from autoscaler.demo.fake_modelmesh import serve
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh
 from tests.fakes.kube import FakeKubeApi
 from tests.support.processes import free_port, running
 

@@ -28,7 +28,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from autoscaler.names import DELETION_COST_ANNOTATION
 from tests.e2e.cluster_pods import start_pod
 from tests.fakes.kube import FakeKubeApi

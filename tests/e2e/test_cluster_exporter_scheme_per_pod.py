@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from tests.e2e.cluster_pods import start_pod
 from tests.e2e.test_cluster_exporter_tls import (
     DEPLOYMENT,

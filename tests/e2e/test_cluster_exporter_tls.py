@@ -17,7 +17,7 @@ import pytest
 import trustme
 from aiohttp import web
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from tests.api.test_cert_reload import write_secret_volume
 from tests.e2e.cluster_pods import start_pod
 from tests.fakes.kube import FakeKubeApi

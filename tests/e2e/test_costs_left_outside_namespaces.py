@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from autoscaler.names import DELETION_COST_ANNOTATION
 from tests.e2e.cluster_pods import start_pod
 from tests.e2e.test_no_writes_outside_namespaces import DEPLOYMENT, OUTSIDE, SELECTOR, SERVED, until

@@ -20,7 +20,7 @@ import pytest
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from tests.e2e.cluster_pods import start_pod
 from tests.e2e.test_adapter_rollout import DEPLOYMENT, NS, SELECTOR, Cluster, answer, costs, holder, ready, until
 from tests.fakes.kube import FakeKubeApi

@@ -24,7 +24,7 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from tests.e2e.cluster_pods import start_pod
 from tests.fakes.kube import FakeKubeApi
 from tests.manifests.series import ADAPTER_LABELS, adapter_metrics, attach

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import pytest
 from aiohttp import web
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from tests.e2e.cluster_pods import start_pod
 from tests.fakes.kube import FakeKubeApi
 from tests.support.api_peek import peek_raw

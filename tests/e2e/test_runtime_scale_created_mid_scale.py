@@ -18,7 +18,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh
 from tests.e2e.test_runtime_scale_loop import DEPLOYMENT, NS, RUNTIME, SELECTOR, SLOTS, eventually, fakes, metric_reader
 from tests.e2e.test_scale_seams import HPA_SPEC, StartingCluster
 from tests.fakes.kube import FakeKubeApi

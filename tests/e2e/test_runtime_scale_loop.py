@@ -26,9 +26,10 @@ from typing import TypeVar
 import aiohttp
 import pytest
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
+from autoscaler.demo.fake_modelmesh import serve
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from autoscaler.names import DELETION_COST_ANNOTATION, ServedMetric
-from autoscaler.simulation.hpa import DEFAULT_SCALE_UP, Behavior, HpaSpec, MetricSpec, ScalingPolicy, ScalingRules
+from autoscaler.simulation.hpa_spec import DEFAULT_SCALE_UP, Behavior, HpaSpec, MetricSpec, ScalingPolicy, ScalingRules
 from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove
 from tests.fakes.kube import FakeKubeApi
 from tests.support.hpa_step import HpaStep

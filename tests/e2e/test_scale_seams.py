@@ -20,9 +20,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh
 from autoscaler.names import ServedMetric
-from autoscaler.simulation.hpa import DEFAULT_SCALE_UP, Behavior, HpaSpec, MetricSpec, ScalingPolicy, ScalingRules
+from autoscaler.simulation.hpa_spec import DEFAULT_SCALE_UP, Behavior, HpaSpec, MetricSpec, ScalingPolicy, ScalingRules
 from tests.e2e.test_runtime_scale_loop import (
     DEPLOYMENT,
     NS,

@@ -44,7 +44,7 @@ from typing import Final
 from aiohttp import web
 from yarl import URL
 
-from autoscaler.demo.fake_modelmesh import NO_LRU_SECONDS
+from autoscaler.demo.fake_modelmesh_metrics import NO_LRU_SECONDS
 from exporter import names
 from tests.support.ports import free_port
 

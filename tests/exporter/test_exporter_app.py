@@ -24,7 +24,8 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.api.certs import CertificateFiles, generate_self_signed, server_context
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
+from autoscaler.demo.fake_modelmesh import serve
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from autoscaler.sources.exposition import read_exporter_text
 from exporter import names
 from exporter.app import REGISTRY_KEY, build_app

@@ -21,10 +21,10 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter import names, nvml
+from exporter import names, nvml, nvml_devices, nvml_errors
 from exporter.collectors.gpu import GpuCollector
 from exporter.collectors.health import CollectorHealth
-from exporter.gpu_sampler import UNMEASURED_AFTER_S
+from exporter.gpu_unmeasured import UNMEASURED_AFTER_S
 from tests.exporter import gpu_rig
 from tests.exporter.gpu_rig import START, Clock, exporter_in_a_hung_pass
 from tests.fakes.nvml import (
@@ -1041,14 +1041,14 @@ def test_nvml_errors_are_ours_with_code_and_cause(fake: FakeNvml) -> None:
         inventory = session.inventory()
         assert [d.label for d in inventory.devices] == ["1"]
         (lost,) = inventory.failures
-        assert isinstance(lost, nvml.GpuLost)
+        assert isinstance(lost, nvml_errors.GpuLost)
         assert lost.code == pynvml.NVML_ERROR_GPU_IS_LOST
         assert isinstance(lost.__cause__, pynvml.NVMLError_GpuIsLost)
-        with pytest.raises(nvml.NotSupported) as unsupported:
+        with pytest.raises(nvml_errors.NotSupported) as unsupported:
             session.utilization_rate(inventory.devices[0])
         assert unsupported.value.code == pynvml.NVML_ERROR_NOT_SUPPORTED
     fake.set(init_error=DRIVER_NOT_LOADED)
-    with pytest.raises(nvml.NvmlUnavailable) as unavailable:
+    with pytest.raises(nvml_errors.NvmlUnavailable) as unavailable:
         nvml.NvmlSession.open()
     assert unavailable.value.code == pynvml.NVML_ERROR_DRIVER_NOT_LOADED
     assert isinstance(unavailable.value.__cause__, pynvml.NVMLError_DriverNotLoaded)
@@ -1058,12 +1058,12 @@ def test_no_permission_is_one_devices_refusal_but_a_refused_init_is_nvml_unavail
     fake.set_gpu(0, memory_error=NO_PERMISSION)
     with nvml.NvmlSession.open() as session:
         device = session.inventory().devices[0]
-        with pytest.raises(nvml.NotSupported) as refused:
+        with pytest.raises(nvml_errors.NotSupported) as refused:
             session.memory(device)
-        assert isinstance(refused.value, nvml.NotPermitted)
+        assert isinstance(refused.value, nvml_errors.NotPermitted)
         assert refused.value.code == NO_PERMISSION
     fake.set(init_error=NO_PERMISSION)  # /dev/nvidiactl not open to this user
-    with pytest.raises(nvml.NvmlUnavailable) as unavailable:
+    with pytest.raises(nvml_errors.NvmlUnavailable) as unavailable:
         nvml.NvmlSession.open()
     assert unavailable.value.code == NO_PERMISSION
 
@@ -1074,7 +1074,7 @@ def test_samples_come_back_oldest_first_with_microsecond_timestamps(fake: FakeNv
         device = session.inventory().devices[0]
         samples = session.utilization_samples(device, 0)
         assert len(samples) == 30  # the whole buffer
-        assert samples[-1] == nvml.UtilizationSample(round(START * 1_000_000), 42.0)
+        assert samples[-1] == nvml_devices.UtilizationSample(round(START * 1_000_000), 42.0)
         assert samples[0].timestamp_us == round((START - 29) * 1_000_000)
         assert session.utilization_samples(device, samples[-1].timestamp_us) == []  # NVML: NOT_FOUND
         assert session.driver_version() == "550.54.15"

@@ -14,7 +14,7 @@ import pytest
 
 from exporter import names
 from exporter.collectors.gpu import GpuCollector
-from exporter.gpu_sampler import MIG_RECHECK_S
+from exporter.gpu_mig_watch import MIG_RECHECK_S
 from tests.exporter import gpu_rig
 from tests.exporter.gpu_rig import Clock
 from tests.exporter.test_gpu_collector import scrape

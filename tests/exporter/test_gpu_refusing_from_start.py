@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from exporter import names
 from exporter.collectors.gpu import GpuCollector
 from exporter.collectors.health import CollectorHealth
-from exporter.gpu_sampler import UNMEASURED_AFTER_S
+from exporter.gpu_unmeasured import UNMEASURED_AFTER_S
 from tests.exporter import gpu_rig
 from tests.exporter.gpu_rig import Clock
 from tests.exporter.test_gpu_collector import gpu_series, health_of, passes, scrape

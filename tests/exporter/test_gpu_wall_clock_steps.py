@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from exporter import names
-from exporter.gpu_sampler import MEMORY_ASKED_AGAIN_S, MIG_RECHECK_S
+from exporter.gpu_memory_reads import MEMORY_ASKED_AGAIN_S
+from exporter.gpu_mig_watch import MIG_RECHECK_S
 from tests.fakes.node_clock import step_clock, steppable_clock_env
 from tests.fakes.nvml import DRIVER_NOT_LOADED, GIB, NOT_SUPPORTED, FakeNvml
 from tests.support.processes import free_port, http_get, poll, running

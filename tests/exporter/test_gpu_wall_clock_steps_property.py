@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from exporter import names
 from exporter.collectors.gpu import GpuCollector
 from exporter.collectors.health import CollectorHealth
-from exporter.gpu_sampler import MEMORY_ASKED_AGAIN_S, MIG_RECHECK_S
+from exporter.gpu_memory_reads import MEMORY_ASKED_AGAIN_S
+from exporter.gpu_mig_watch import MIG_RECHECK_S
 from tests.exporter.gpu_rig import Clock
 from tests.exporter.test_gpu_collector import gpu_series, scrape
 from tests.fakes.nvml import GIB, NOT_SUPPORTED, FakeNvml

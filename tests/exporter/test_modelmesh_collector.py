@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, generate_latest
 
 from autoscaler.api.certs import CertificateFiles, generate_self_signed, server_context
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
+from autoscaler.demo.fake_modelmesh import serve
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from exporter import names
 from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywher
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter import names, nvml
+from exporter import names, nvml, nvml_errors
 
 Phase = tuple[str, float, float]  # (name, seconds, duty cycle 0..1)
 
@@ -52,7 +52,7 @@ def probe_nvml() -> None:
     print("== NVML probe")
     try:
         session = nvml.NvmlSession.open()
-    except nvml.NvmlError as error:
+    except nvml_errors.NvmlError as error:
         print(f"  NVML unavailable: {error}")
         return
     with session:
@@ -64,7 +64,7 @@ def probe_nvml() -> None:
             print(f"  GPU {device.label} {device.uuid} {device.name}")
             try:
                 samples = session.utilization_samples(device, 0)
-            except nvml.NvmlError as error:
+            except nvml_errors.NvmlError as error:
                 print(f"    samples: {error}")
             else:
                 if samples:
@@ -79,7 +79,7 @@ def probe_nvml() -> None:
             for what, read in (("rates", session.utilization_rate), ("memory", session.memory)):
                 try:
                     print(f"    {what}: {read(device)}")
-                except nvml.NvmlError as error:
+                except nvml_errors.NvmlError as error:
                     print(f"    {what}: {error}")
 
 

@@ -22,7 +22,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample as ScrapedSample
 
 from autoscaler.api.app import EXTERNAL_METRIC_ROUTE
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from autoscaler.names import ServedMetric
 from autoscaler.selfmetrics import AdapterMetrics
 from exporter import names

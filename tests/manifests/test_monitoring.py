@@ -29,7 +29,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from autoscaler.api.app import EXTERNAL_METRIC_ROUTE, build_api_app
 from autoscaler.api.runtimes import KEDA_ROUTE
 from autoscaler.api.snapshot import SnapshotHolder
-from autoscaler.demo.fake_modelmesh import ModelMeshLoad
+from autoscaler.demo.fake_modelmesh_metrics import ModelMeshLoad
 from autoscaler.names import ServedMetric
 from autoscaler.ranking_hold import EXPIRED, HoldReason
 from autoscaler.selfmetrics import AdapterMetrics

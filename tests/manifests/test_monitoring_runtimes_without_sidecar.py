@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.samples import Sample as ScrapedSample
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
+from autoscaler.demo.fake_modelmesh import serve
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from tests.fakes.kube import FakeKubeApi
 from tests.manifests.series import ADAPTER_LABELS, adapter_metrics, attach, pod_discovery_labels, relabel
 from tests.manifests.support import EXAMPLES, container, find, kustomize, promtool_test_rules

@@ -23,7 +23,8 @@ import aiohttp
 import pytest
 import yaml
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
+from autoscaler.demo.fake_modelmesh import serve
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.settings import ServeSettings
 from tests.fakes.kube import FakeKubeApi, RecordedRequest

@@ -16,8 +16,7 @@ from typing import Final
 
 from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
-from autoscaler.policies.aggregation import Aggregate, aggregate
-from autoscaler.policies.decision import VALUE_SIGNAL, no_capacity_signal
+from autoscaler.policies.aggregation import aggregate
 from autoscaler.policies.podviews import pod_views
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
@@ -36,7 +35,9 @@ from autoscaler.policies.recommendation import (
     Recommendation,
     ceil_pods,
 )
+from autoscaler.policies.runtime_aggregate import Aggregate
 from autoscaler.policies.runtime_memory import NO_MEMORY, RuntimeMemory
+from autoscaler.policies.served_values import VALUE_SIGNAL
 from autoscaler.policies.signals import (
     SIGNAL_CACHE,
     SIGNAL_GPU,
@@ -47,6 +48,7 @@ from autoscaler.policies.signals import (
     SignalStats,
 )
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState
+from autoscaler.policies.view_warnings import no_capacity_signal
 from tests.policies.plain_policies import plain_smooth
 from tests.support.policy_readings import request_load, stats_of
 

@@ -14,10 +14,11 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 
 from autoscaler.model import PodSample, PodView, PodViews
-from autoscaler.policies.aggregation import HELD_SAMPLE_S, Aggregate
+from autoscaler.policies.aggregation import HELD_SAMPLE_S
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.power_mean import power_mean, request_weights
 from autoscaler.policies.ranking import COST_BUCKETS, COST_SPACING, NeedTerm, Ranking, UniqueCopyTerm, WeightedTerm
+from autoscaler.policies.runtime_aggregate import Aggregate
 from autoscaler.policies.samples import (
     CACHE_FULL,
     CACHE_ROOM,

@@ -18,13 +18,14 @@ from hypothesis import strategies as st
 
 from autoscaler.model import PodSample, PodViews
 from autoscaler.policies import decision
-from autoscaler.policies.aggregation import HELD_SAMPLE_S, Aggregate, aggregate
+from autoscaler.policies.aggregation import HELD_SAMPLE_S, aggregate
 from autoscaler.policies.decision import decide
 from autoscaler.policies.podviews import examine_pods, pod_views
 from autoscaler.policies.policy import PROPOSAL_LIMIT, RuntimePolicy, lower_bound
 from autoscaler.policies.power_mean import power_mean, power_mean_bounded, rate_summary, request_weights
 from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
 from autoscaler.policies.recommendation import ceil_pods
+from autoscaler.policies.runtime_aggregate import Aggregate
 from autoscaler.policies.samples import clean_sample, oldest_fresh
 from autoscaler.policies.signals import SIGNAL_MODELS, SIGNALS
 from autoscaler.policies.smoothing import SmoothState, smooth
@@ -155,7 +156,7 @@ def plain_examine(pods: tuple[PodSample, ...], policy: RuntimePolicy, now: float
 
 
 def _plain_policy_terms(policy: RuntimePolicy) -> tuple[tuple[WeightedTerm, ...], tuple[int, int | None]]:
-    """`decision._policy_terms` without its cache: the terms and the view's bounds, made afresh."""
+    """`policy_terms.terms_and_bounds` without its cache: the terms and the view's bounds, made afresh."""
     return default_terms(policy), (lower_bound(policy), policy.max_replicas)
 
 
@@ -169,7 +170,7 @@ def test_fast_decisions_equal_the_plain_ones_refresh_after_refresh(
         now = NOW + 15.0 * i  # pods stay stamped at NOW: they age by 15 s a refresh
         fast_view, fast = decide(snapshot(pods, now=now, source_ok=source_ok), policy, fast, now, 30.0)
         with mock.patch.object(decision, "examine_pods", plain_examine), \
-                mock.patch.object(decision, "_policy_terms", _plain_policy_terms):
+                mock.patch.object(decision, "terms_and_bounds", _plain_policy_terms):
             plain_view, plain = decide(snapshot(pods, now=now, source_ok=source_ok), policy, plain, now, 30.0)
         assert fast_view == plain_view
         assert fast == plain

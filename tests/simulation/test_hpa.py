@@ -8,17 +8,17 @@ import itertools
 
 import pytest
 
-from autoscaler.simulation.hpa import (
+from autoscaler.simulation.hpa import HorizontalPodAutoscaler
+from autoscaler.simulation.hpa_manifest import behavior_from_manifest
+from autoscaler.simulation.hpa_spec import (
     DEFAULT_BEHAVIOR,
     Behavior,
-    HorizontalPodAutoscaler,
     HpaPod,
     HpaSpec,
     MetricSpec,
     ScalingPolicy,
     ScalingRules,
 )
-from autoscaler.simulation.hpa_manifest import behavior_from_manifest
 
 PER_POD = MetricSpec("requests", "Pods", "AverageValue", 100.0)  # 100m per pod, as in the docs
 CPU = MetricSpec("cpu", "Resource", "Utilization", 50.0)

@@ -19,7 +19,8 @@ import pytest
 from aiohttp import web
 from kubernetes.aio.client import Configuration
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
+from autoscaler.demo.fake_modelmesh import serve
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.policies.aggregation import aggregate
 from autoscaler.policies.policy import RuntimePolicy

@@ -21,7 +21,8 @@ from typing import Any
 
 import aiohttp
 
-from autoscaler.simulation.hpa import HorizontalPodAutoscaler, HpaSpec
+from autoscaler.simulation.hpa import HorizontalPodAutoscaler
+from autoscaler.simulation.hpa_spec import HpaSpec
 
 
 @dataclass

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from autoscaler.model import PodSample
-from autoscaler.policies.aggregation import Aggregate
+from autoscaler.policies.runtime_aggregate import Aggregate
 from autoscaler.policies.samples import fresh_time
 from autoscaler.policies.signals import SignalStats
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from aiohttp import web
 from pytest_aiohttp import AiohttpServer
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
+from autoscaler.demo.fake_modelmesh import serve
+from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from autoscaler.model import RuntimeKey, RuntimeSnapshot
 from autoscaler.sources.base import PodTarget, RuntimeInventory
 from autoscaler.sources.scrape import ScrapeSource
