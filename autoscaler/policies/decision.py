@@ -184,7 +184,7 @@ def decide(
     unready_names = _NO_NAMES
     unready_clocks = NO_CLOCKS
     at = now if running is None else running
-    if agg.ready != len(snapshot.pods):  # some pod is not Ready (rare): one that was serving counts as missing data
+    if agg.ready != len(snapshot.pods) or memory.unready_clocks:  # rare: some pod not Ready, or back from it
         agg, pods, unready, unready_names, unready_clocks = _hold_unready(
             snapshot, policy, memory, now, at, policy_terms, agg, pods)
     surge = NO_SURGE
@@ -295,15 +295,16 @@ def _hold_unready(
     its data, so the aggregate and the pod views are made again with it counted (and shown not Ready); the pod
     held until now and left out is said once. The aggregate, the pod views, the pods held, their names and the
     hold's clocks; `agg` and `pods` as given when no pod is held."""
-    unready, unready_clocks = held_unready(snapshot.pods, now, at, memory.unready_clocks)
+    unready, unready_clocks, left_out = held_unready(snapshot.pods, now, at, memory.unready_clocks,
+                                                     policy.max_staleness_s)
     unready_names = _NO_NAMES
-    if unready:
-        unready_names = frozenset(pod.name for pod in unready)
-        agg, pods = examine_pods(counted_as_ready(snapshot.pods, unready_names), policy, now, memory.seen,
-                                 policy_terms)
+    if unready or left_out:
+        unready_names = frozenset(pod.name for pod in unready) if unready else _NO_NAMES
+        agg, pods = examine_pods(counted_as_ready(snapshot.pods, unready_names, left_out), policy, now,
+                                 memory.seen, policy_terms)
         pods = shown_unready(pods, unready_names)
-    if memory.unready:  # a pod held until now and left out (one Ready again or gone needs no word): said once
-        say_left_out(snapshot.key, memory.unready, unready_names, snapshot.pods, at, unready_clocks)
+    if memory.unready_clocks:  # a pod held until now and left out past the bound: said once
+        say_left_out(snapshot.key, memory.unready_clocks, unready_clocks, at)
     return agg, pods, unready, unready_names, unready_clocks
 
 

@@ -14,6 +14,13 @@ pod it saw Ready before and that is not terminating): a pod that crash-loops or 
 scale-down for ever. Past that it is left out as before, said once at INFO. A pod never seen Ready (starting)
 and one terminating are left out as always.
 
+Only fresh data ends the spell, not the pod turning Ready: a pod that crash-loops turns Ready for a few seconds
+between restarts (its ModelMesh failing, no request rate read), and the pod watch forgets `unready_since` then.
+The 5 minutes started over at each blip, and during it the pod was a Ready pod missing its data, held with no
+limit: the values never fell. So a pod Ready again with no request rate read since its last good sample keeps
+its spell's clock (the "missing on a Ready pod" hold counts toward the same 5 minutes), past them it is left out
+Ready or not, and it counts again once it reports a fresh rate.
+
 The time is counted on the running clock (`autoscaler.running_clock`), as the slow fall's is, not on the wall
 clock: `unready_since` is a wall-clock time (when the watch saw the change, or the Ready condition's
 `lastTransitionTime`), so the first refresh that sees the pod not Ready turns it into a running-clock start
@@ -24,6 +31,7 @@ clock stepped back an hour used to hold the pod for an hour and 5 minutes (it wa
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final, TypeAlias
@@ -37,34 +45,63 @@ NOT_READY_HOLD_S: Final = 300.0
 longer than a probe's usual flap under load, short enough that a crash-looping pod delays a scale-down by
 minutes, not for good."""
 
-UnreadyClocks: TypeAlias = Mapping[str, tuple[float, float]]
-"""Per pod not Ready with an `unready_since` (held or past the bound): that `unready_since`, and the running
-clock's time its not-Ready spell began. A new `unready_since` (Ready again, then not) starts a new spell."""
+UnreadyClocks: TypeAlias = Mapping[str, tuple[float, float, bool]]
+"""Per pod that stopped being Ready and has not reported fresh data since (held, past the bound, or Ready again
+with nothing new to read yet): the time of its last good sample when its spell began (-inf: none), the running
+clock's time the spell began, and whether it was past the bound (left out) at that refresh. Only fresh data
+ends a spell: a crash-looping pod Ready for a few seconds between its restarts used to start its 5 minutes over at
+each, and held the values for good."""
 
 NO_CLOCKS: Final[UnreadyClocks] = {}
 """No pod not Ready (never written to: one mapping serves every runtime)."""
+
+_NO_NAMES: Final[frozenset[str]] = frozenset()
+"""No Ready pod left out (one shared empty set)."""
 
 HELD_KEY_PREFIX: Final = "pod "
 """The view's `held` names each held pod as `pod <name>` (beside the values and terms it holds)."""
 
 
-def held_unready(pods: Iterable[PodSample], now: float, at: float,
-                 before: UnreadyClocks) -> tuple[tuple[PodSample, ...], UnreadyClocks]:
+def held_unready(pods: Iterable[PodSample], now: float, at: float, before: UnreadyClocks,
+                 max_staleness_s: float) -> tuple[tuple[PodSample, ...], UnreadyClocks, frozenset[str]]:
     """The pods not Ready that count as missing data: seen Ready before, not terminating, and not Ready for at
     most `NOT_READY_HOLD_S` of running time (`at`, the running clock; `now`, the wall clock `unready_since` is
-    read against); and each such pod's clock for the next refresh (`before`, the last refresh's)."""
+    read against); each spell's clock for the next refresh (`before`, the last refresh's); and the Ready pods
+    left out: back from a spell over the bound with no fresh data since, which the "missing on a Ready pod" hold
+    would otherwise hold without limit (a pod Ready for seconds between the restarts of a crash loop)."""
     held: list[PodSample] = []
-    clocks: dict[str, tuple[float, float]] = {}
+    clocks: dict[str, tuple[float, float, bool]] = {}
+    left_out: set[str] = set()
     for pod in pods:  # a loop, not a generator: it runs for every runtime with a pod not Ready, most holding none
-        t = pod.unready_since
-        if t is None or pod.ready:
-            continue
         kept = before.get(pod.name)
-        start = kept[1] if kept is not None and kept[0] == t else at - max(0.0, now - t)  # future: just stopped
-        clocks[pod.name] = (t, start)
-        if at - start <= NOT_READY_HOLD_S:
+        if pod.ready:
+            if kept is None or reports_fresh_data(pod, kept[0], now, max_staleness_s):  # back, or never away
+                continue
+            over = at - kept[1] > NOT_READY_HOLD_S
+            clocks[pod.name] = (kept[0], kept[1], over)
+            if over:
+                left_out.add(pod.name)
+            continue
+        t = pod.unready_since
+        if t is None:
+            continue
+        if kept is None:  # a new spell; a time in the future counts as "just stopped"
+            kept = (-math.inf if pod.sampled_at is None else pod.sampled_at, at - max(0.0, now - t), False)
+        over = at - kept[1] > NOT_READY_HOLD_S
+        clocks[pod.name] = (kept[0], kept[1], over)
+        if not over:
             held.append(pod)
-    return (tuple(held) if held else ()), clocks
+    return (tuple(held) if held else ()), clocks, (frozenset(left_out) if left_out else _NO_NAMES)
+
+
+def reports_fresh_data(pod: PodSample, held_sample_at: float, now: float, max_staleness_s: float) -> bool:
+    """Whether a pod Ready again has a request rate read after the sample it was held with (`held_sample_at`),
+    and still fresh: only that ends its spell (a pod whose ModelMesh keeps failing reports none; its exporter's
+    first rates after a restart come a read later). Both times are the source's, so a step of the wall clock
+    the pod watch stamps `unready_since` with cannot make a pod back for good look as if it never came back."""
+    sampled_at = pod.sampled_at
+    return (pod.requests_per_second is not None and sampled_at is not None and sampled_at > held_sample_at
+            and now - sampled_at <= max_staleness_s)
 
 
 def not_ready_for(pod: PodSample, at: float, clocks: UnreadyClocks) -> float:
@@ -73,10 +110,14 @@ def not_ready_for(pod: PodSample, at: float, clocks: UnreadyClocks) -> float:
     return 0.0 if clock is None else max(0.0, at - clock[1])
 
 
-def counted_as_ready(pods: Sequence[PodSample], held: Collection[str]) -> tuple[PodSample, ...]:
+def counted_as_ready(pods: Sequence[PodSample], held: Collection[str],
+                     left_out: Collection[str] = _NO_NAMES) -> tuple[PodSample, ...]:
     """`pods`, with the `held` ones (by name) counted as Ready: the aggregation and the ranking then treat each as
-    a Ready pod with its last good sample, fresh or stale, whose hold rules are the existing ones."""
-    return tuple(replace(pod, ready=True) if pod.name in held else pod for pod in pods)
+    a Ready pod with its last good sample, fresh or stale, whose hold rules are the existing ones; and the
+    `left_out` ones as not Ready, never seen Ready: a pod that serves nothing, as it is past the bound."""
+    return tuple(replace(pod, ready=True) if pod.name in held
+                 else replace(pod, ready=False, unready_since=None) if pod.name in left_out
+                 else pod for pod in pods)
 
 
 def shown_unready(views: PodViews, held: Collection[str]) -> PodViews:
@@ -97,13 +138,12 @@ def held_reasons(pods: Iterable[PodSample], at: float, clocks: UnreadyClocks) ->
     return reasons
 
 
-def say_left_out(key: RuntimeKey, held_before: Collection[str], held_now: Collection[str],
-                 pods: Iterable[PodSample], at: float, clocks: UnreadyClocks) -> None:
-    """Say once, at INFO, each pod held at the last refresh that is left out now because it stayed not Ready past
-    `NOT_READY_HOLD_S` (one Ready again, deleted or terminating needs no word)."""
-    for pod in pods:
-        if (pod.name in held_before and pod.name not in held_now and not pod.ready
-                and pod.name in clocks):
+def say_left_out(key: RuntimeKey, before: UnreadyClocks, clocks: UnreadyClocks, at: float) -> None:
+    """Say once, at INFO, each pod left out now that was within `NOT_READY_HOLD_S` at the last refresh, not Ready
+    or Ready again with no fresh data since (one that reported fresh data, deleted or terminating needs no word)."""
+    for name, clock in clocks.items():
+        last = before.get(name)
+        if clock[2] and last is not None and not last[2]:
             log.info("runtime %s: pod %s not ready for %.0f s (over %.0f s): left out of the values from now, as "
-                     "a pod that serves nothing; the values may fall without it", key, pod.name,
-                     not_ready_for(pod, at, clocks), NOT_READY_HOLD_S)
+                     "a pod that serves nothing, until it reports fresh data; the values may fall without it",
+                     key, name, max(0.0, at - clock[1]), NOT_READY_HOLD_S)

@@ -116,7 +116,9 @@ def after_readiness_change(old: PodRecord | None, new: PodRecord, now: float,
     """`new`, with when it stopped being Ready where the watch saw it Ready before (`old`, the same pod: same
     uid): set when it goes from Ready to not, kept while it stays not Ready, dropped once it is Ready again or
     terminating (the ReplicaSet counts a terminating pod as gone). A pod never seen Ready (starting, or not
-    Ready when the adapter started) gets none: the watch cannot tell it ever served.
+    Ready when the adapter started) gets none: the watch cannot tell it ever served. Dropped at Ready is not the
+    spell's end: the decision (`policies.unready_pods`) keeps its clock until the pod reports fresh data, so a
+    crash-looping pod Ready for seconds between restarts does not start its 5 minutes over (with either source).
 
     When it stopped is `now`, as the watch sees the change. A change that reaches it late, caught up after the
     watch lost touch at `lost_at`, happened at its Ready condition's `lastTransitionTime` (at most `now`): timed
