@@ -71,7 +71,7 @@ async def _serve_secured(workdir: Path, ports: multiprocessing.Queue[int]) -> No
     from tests.fakes.kube import FakeKubeApi
 
     async with FakeKubeApi() as kube:
-        kube.allow(user=HPA_USER, verb="get", group=API_GROUP)
+        kube.allow(user=HPA_USER, verb="list", group=API_GROUP)
         settings = ServeSettings(kubeconfig=kube.write_kubeconfig(workdir / "kube.yaml"),
                                  requestheader_client_ca_file=workdir / "front-proxy-ca.pem",
                                  requestheader_allowed_names=("front-proxy-client",))

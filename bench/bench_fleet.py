@@ -199,7 +199,7 @@ def serve_kube(workdir: Path, ports: multiprocessing.Queue[int]) -> None:
         from tests.fakes.kube import FakeKubeApi
 
         async with FakeKubeApi() as kube:
-            kube.allow(user=HPA_USER, verb="get", group=API_GROUP)
+            kube.allow(user=HPA_USER, verb="list", group=API_GROUP)
             kube.tokens[SCRAPER_TOKEN] = (SCRAPER_USER, ["system:serviceaccounts"])
             kube.allow(user=SCRAPER_USER, verb="get", path="/metrics")
             kube.write_kubeconfig(workdir / "kubeconfig")

@@ -89,7 +89,8 @@ def runtimes(kube: FakeKubeApi) -> str:
     of team-a's pod."""
     for token, (user, namespace) in TENANTS.items():
         kube.tokens[token] = (user, [])
-        kube.allow(user=user, verb="get", namespace=namespace)
+        for verb in ("get", "list"):  # /debug is read as get, a metric as list (as kube-apiserver's RequestInfo)
+            kube.allow(user=user, verb=verb, namespace=namespace)
     [pod] = kube.add_modelmesh_runtime(MINE.namespace, MINE.deployment, replicas=1)
     kube.add_modelmesh_runtime(THEIRS.namespace, THEIRS.deployment, replicas=1)
     return pod
