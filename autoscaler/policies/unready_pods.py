@@ -134,7 +134,8 @@ def held_reasons(pods: Iterable[PodSample], at: float, clocks: UnreadyClocks) ->
         serving = f"was serving {rps:.4g} req/s" if rps is not None else "no load read from it yet"
         reasons[f"{HELD_KEY_PREFIX}{pod.name}"] = (
             f"not ready for {not_ready_for(pod, at, clocks):.0f} s ({serving}); counted as missing data, values may "
-            f"rise, not fall, until it is Ready again, deleted, or not ready for {NOT_READY_HOLD_S:.0f} s")
+            f"rise, not fall, until it is Ready with a fresh rate read, deleted, or not ready for "
+            f"{NOT_READY_HOLD_S:.0f} s")
     return reasons
 
 
