@@ -192,7 +192,8 @@ class AdapterMetrics:
         # Deletion costs and leader election (docs/design.md, Choosing the pod to remove).
         self.pod_deletion_cost = RuntimeGauge(
             "modelmesh_autoscaler_pod_deletion_cost",
-            "The controller.kubernetes.io/pod-deletion-cost this replica last wrote on a pod (the leader only).",
+            "The controller.kubernetes.io/pod-deletion-cost each pod of the runtimes the leader writes for carries, "
+            "as the ReplicaSet reads it: what its pod watch shows, 0 where none (the leader only).",
             ("namespace", "pod"),
         )
         self.deletion_cost_patches = Counter(
