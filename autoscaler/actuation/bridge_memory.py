@@ -91,8 +91,8 @@ class ScaleMemory:
     """When the fight was last said at WARNING (`fight_news`)."""
     refused_at: tuple[str, int | None] | None = None
     """The ServingRuntime and the spec.replicas it held when the last write to it failed: an event of that runtime
-    at the same replicas (its controller's status and annotations) brings nothing its retry would not
-    (`HandOvers.runtime_changed`)."""
+    at the same replicas (another write of its labels or annotations, the watch listing it again) brings nothing
+    its retry would not (`HandOvers.runtime_changed`)."""
     misplaced: tuple[tuple[str, str], ...] = ()
     """The policy annotations on its runtime already warned about (they belong on the Deployment)."""
 

@@ -152,8 +152,11 @@ async def test_a_conflicting_runtimescales_hpa_stops_alone_and_leaves_the_runtim
         assert hpa.events == ["InvalidSelector selector is required"]
         assert not kube.stored("runtimescales", NS, RUNTIME)["status"].get("selector")
 
-        kube.update_object("servingruntimes", NS, RUNTIME, lambda o: (
-            o["metadata"]["annotations"].pop(CLASS), o["spec"].update(replicas=3)))
+        def one_patch(runtime: dict[str, Any]) -> None:  # the message's step
+            del runtime["metadata"]["annotations"][CLASS]
+            runtime["spec"]["replicas"] = 3
+
+        kube.update_object("servingruntimes", NS, RUNTIME, one_patch)
         await bridge.sync()
         await hpa.sync(session)
     await bridge.sync()
