@@ -51,7 +51,8 @@ from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.raw import JSON
 from autoscaler.kube.timestamps import rfc3339
-from autoscaler.selfmetrics import AdapterMetrics, BridgeWrite
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.selfmetrics_bridge import BridgeWrite
 
 log = logging.getLogger("autoscaler.actuation.bridge")
 
