@@ -103,7 +103,7 @@ def scrapes(replicas: dict[str, Refreshed], hang_at: int, steps: int, step_s: fl
     jobs = scrape_jobs()
     deployment = find(kustomize(BASE), "Deployment")
     (https,) = container(deployment["spec"]["template"]["spec"], "adapter")["ports"]
-    exporters = []
+    exporters: list[dict[str, str]] = []
     for runtime, pods in PODS.items():
         for index, pod in enumerate(pods):
             target = relabel(jobs["modelmesh-exporter"], pod_discovery_labels(
@@ -173,7 +173,7 @@ async def test_the_panels_read_as_if_the_hung_replica_were_not_there(tmp_path: P
     both = await stored(tmp_path / "both", {"hung": HUNG, "live": live(live_leads)}, end)
     alone = await stored(tmp_path / "alone", {"live": live(live_leads)}, end)
     async with both, alone:
-        differ = {}
+        differ: dict[str, tuple[object, object]] = {}
         for deployment in PODS:
             seen, expected = await drawn(both, deployment), await drawn(alone, deployment)
             differ |= {f"{deployment}: {where}": (seen[where], expected[where])
