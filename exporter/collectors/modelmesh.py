@@ -118,6 +118,17 @@ counts it in the request histogram when it ends, so a queue count with no reques
 (one request still running at one read is not) is a request histogram the exporter does not find. A series that
 vanishes is refused as a garbled read (`CounterWindow`); one never seen has nothing to lose, and read 0 silently."""
 
+_SERVED_UNKNOWN: Final = (
+    "ModelMesh counted requests of %s models before this exporter's first read (the sidecar restarted while "
+    "ModelMesh ran): when it served them is unknown, so " + names.MODEL_LAST_SERVED_TIMESTAMP + " is left out "
+    "(per-model use not known yet, which the adapter holds the cache term on, not 'served none') until each of them "
+    "is served again, or for %s s (--model-recency-horizon) at most")
+"""Said once, at the first read, where it counted models (`exporter.model_recency`): the family's absence
+explained."""
+_SERVED_KNOWN: Final = (
+    names.MODEL_LAST_SERVED_TIMESTAMP + " is published: each model counted before this exporter's first read is "
+    "served since, or its time is past the %s s horizon (--model-recency-horizon)")
+
 
 class ModelMeshCollector(Collector):
     """Scrapes ModelMesh in the background and publishes the per-pod load and cache metrics.
@@ -209,7 +220,12 @@ class ModelMeshCollector(Collector):
         risen = self._window.add(reading, at)
         now = self._wall_clock()
         if self._recency is not None:
+            unknown = self._recency.unknown
             self._recency.update(reading, risen, now)
+            if risen is None and self._recency.unknown:
+                log.info(_SERVED_UNKNOWN, self._recency.unknown, f"{self._recency.horizon_s:g}")
+            elif unknown and not self._recency.unknown:
+                log.info(_SERVED_KNOWN, f"{self._recency.horizon_s:g}")
         # Its gauges are served; its counts live on in the window: held here too, 80,000 models' were 17 MiB more
         self._reading = dataclasses.replace(reading, counters={})
         self._lru_age_s = reading.lru_age_at(now)
