@@ -31,6 +31,7 @@ from exporter import names
 from exporter.collectors.health import CollectorHealth
 from exporter.counters import CounterWindow
 from exporter.model_recency import ModelRecency
+from exporter.modelmesh_families import ModelMeshFamilies
 from exporter.modelmesh_text import (
     QUEUE_COUNT,
     REQUESTS,
@@ -166,8 +167,9 @@ class ModelMeshCollector(Collector):
         self._clock = clock
         self._wall_clock = wall_clock
         self._window = CounterWindow(load_window_s, late_s=timeout_s)
-        self._reading: ModelMeshReading | None = None
-        self._lru_age_s: float | None = None
+        self._published: ModelMeshFamilies | None = None
+        """What `collect` serves: the last good read's families, frozen, replaced (not changed) by each read."""
+        self._reads = 0
         self._recency = ModelRecency(model_recency_horizon_s) if model_recency_horizon_s > 0 else None
         self._queue_untimed_told = False
         self._requests_unseen_told = False
@@ -198,7 +200,7 @@ class ModelMeshCollector(Collector):
                 raise
         except ScrapeFailure as failure:
             # Before a first good read (ModelMesh takes tens of seconds to start) there are no values to keep.
-            served = ("keeping last good values" if self._reading is not None
+            served = ("keeping last good values" if self._published is not None
                       else "no ModelMesh series until a read works")
             self._health.failed(names.COLLECTOR_MODELMESH, failure.reason, f"{self._url}: {failure}", served=served)
             return False
@@ -226,9 +228,16 @@ class ModelMeshCollector(Collector):
                 log.info(_SERVED_UNKNOWN, self._recency.unknown, f"{self._recency.horizon_s:g}")
             elif unknown and not self._recency.unknown:
                 log.info(_SERVED_KNOWN, f"{self._recency.horizon_s:g}")
-        # Its gauges are served; its counts live on in the window: held here too, 80,000 models' were 17 MiB more
-        self._reading = dataclasses.replace(reading, counters={})
-        self._lru_age_s = reading.lru_age_at(now)
+        totals = self._window.latest
+        assert totals is not None  # a reading was just added
+        recency = self._recency
+        reports = recency is not None and recency.reports
+        self._published = ModelMeshFamilies(
+            # Its gauges are served; its counts live on in the window: held here too, 80,000 models' were 17 MiB more
+            dataclasses.replace(reading, counters={}), totals, self._window.rates(), reading.lru_age_at(now),
+            recency.horizon_s if recency is not None and reports else None,
+            dict(recency.last_served) if recency is not None and reports else {})
+        self._reads += 1
         if not self._queue_untimed_told and reading.total(REQUESTS) > 0 and reading.total(QUEUE_COUNT) == 0:
             self._queue_untimed_told = True
             log.warning(_QUEUE_UNTIMED, f"{reading.total(REQUESTS):.0f}")
@@ -334,63 +343,13 @@ class ModelMeshCollector(Collector):
             yield GaugeMetricFamily(names.MODEL_RECENCY_HORIZON, "")
             yield GaugeMetricFamily(names.MODEL_LAST_SERVED_TIMESTAMP, "", labels=[names.MODEL_ID_LABEL])
 
+    @property
+    def reads(self) -> int:
+        """How many good reads were folded in: `collect` changes only when this does."""
+        return self._reads
+
     def collect(self) -> Iterable[Metric]:
-        reading, totals, rates = self._reading, self._window.latest, self._window.rates()
-        if reading is None or totals is None:
-            return
-        yield CounterMetricFamily(
-            names.REQUESTS_TOTAL, "Inference requests that ran in this pod; ModelMesh restarts are absorbed.",
-            value=totals[REQUESTS],
-        )
-        if rates is not None:
-            yield GaugeMetricFamily(
-                names.REQUESTS_PER_SECOND, "Requests per second that ran in this pod, over the load window.",
-                value=rates.requests_per_second,
-            )
-            yield GaugeMetricFamily(
-                names.QUEUE_DELAY_SECONDS, "Mean request queue delay over the load window, in seconds.",
-                value=rates.queue_delay_s,
-            )
-            yield GaugeMetricFamily(
-                names.CACHE_MISSES_PER_SECOND, "Model cache misses per second over the load window.",
-                value=rates.cache_misses_per_second,
-            )
-        # No model loaded, or its LRU model just used: no LRU age (docs/design.md), so no series.
-        if self._lru_age_s is not None:
-            yield GaugeMetricFamily(
-                names.LRU_AGE_SECONDS, "Seconds since this pod's least recently used model was last used.",
-                value=self._lru_age_s,
-            )
-        if reading.has_instance_record:  # else a capacity ModelMesh has not published: none, not 0 bytes
-            yield GaugeMetricFamily(
-                names.CACHE_USED_RATIO, "Fraction of the model cache in use, 0..1.",
-                value=min(1.0, reading.used_bytes / reading.capacity_bytes),
-            )
-            yield GaugeMetricFamily(
-                names.CACHE_CAPACITY_BYTES, "Model cache capacity of this pod in bytes.", value=reading.capacity_bytes
-            )
-        # Its model count is true even then: ModelMesh publishes its record when its first model loads.
-        yield GaugeMetricFamily(
-            names.MODELS_LOADED, "Model copies loaded in this pod.", value=reading.models_loaded
-        )
-        # Only with ModelMesh's per-model metrics on: without them no model is known, and there is no series.
-        # With them, the family is declared even with no model served within the horizon: "served none"; and
-        # before ModelMesh's first request too, when it has no counter series at all (`ModelRecency.reports`).
-        # The horizon with them: a reader that counts models within a longer window learns it counts fewer.
-        if self._recency is not None and self._recency.reports:
-            yield GaugeMetricFamily(
-                names.MODEL_RECENCY_HORIZON,
-                "Seconds a model stays in modelmesh_pod_model_last_served_timestamp_seconds after this pod last "
-                "served it (--model-recency-horizon).",
-                value=self._recency.horizon_s,
-            )
-            served = GaugeMetricFamily(
-                names.MODEL_LAST_SERVED_TIMESTAMP,
-                "Unix time of the last ModelMesh read that saw this model served in this pod (its request count "
-                "rose), on the clock of modelmesh_exporter_last_success_timestamp_seconds; a model not served "
-                "within --model-recency-horizon is left out.",
-                labels=[names.MODEL_ID_LABEL],
-            )
-            for model, at in self._recency.last_served.items():
-                served.add_metric([model], at)
-            yield served
+        """The families of the last good read (none before one). Safe in a worker thread while the event loop
+        takes the next read (`exporter.modelmesh_families`): `exporter.rendered_metrics` renders them there."""
+        published = self._published
+        return () if published is None else published.collect()
