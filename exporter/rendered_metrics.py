@@ -30,6 +30,8 @@ from typing import Final
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
+from exporter.worker_thread import in_worker_thread
+
 Encoder = Callable[[Collector], bytes]
 """prometheus_client's formatter for one negotiated format (`exposition.choose_encoder`)."""
 
@@ -92,7 +94,7 @@ class _Head:
             else:
                 if self._gzipping is None:
                     self._gzipping = asyncio.ensure_future(
-                        asyncio.to_thread(_gzip_start, self.text, self._gzip_level))
+                        in_worker_thread(_gzip_start, self.text, self._gzip_level))
                 self._gzip_started = await asyncio.shield(self._gzipping)
         gzipped, compressor = self._gzip_started
         compressor = compressor.copy()
@@ -134,7 +136,7 @@ class RenderedMetrics:
             rendering = under_way[1]
         else:
             self.renders += 1
-            rendering = asyncio.ensure_future(asyncio.to_thread(self._render, encoder, reads))
+            rendering = asyncio.ensure_future(in_worker_thread(self._render, encoder, reads))
             self._rendering[content_type] = (reads, rendering)
             rendering.add_done_callback(lambda done: self._rendered(content_type, done))
         # Rendered from readings at least as new as `reads` (one may come while it renders): served as is, and

@@ -41,6 +41,7 @@ from exporter.modelmesh_text import (
     parse_modelmesh,
 )
 from exporter.settings import setting
+from exporter.worker_thread import in_worker_thread
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +189,7 @@ class ModelMeshCollector(Collector):
             text, at, content_type = await self._fetch(session)
             try:
                 if len(text) >= PARSE_OFF_LOOP_CHARS:
-                    reading = await asyncio.to_thread(self._parse, text)
+                    reading = await in_worker_thread(self._parse, text)
                     del text  # up to 32 MiB, not held while the counts are folded in (`MAX_BODY_BYTES`)
                     self._fold(reading, at)
                 else:
