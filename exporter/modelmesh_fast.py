@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from itertools import chain
 from typing import Any, Final, TypeVar
 
@@ -91,16 +91,17 @@ class NarrowReader:
         self._shared: dict[object, Any] = {}
         """The label names, values and (name, value) pairs of those labels, each held once (`_key`)."""
 
-    def series(self, text: str, max_series: int | None = None) -> dict[str, dict[Labels, float]] | None:
+    def series(self, text: str | Sequence[str], max_series: int | None = None,
+               ) -> dict[str, dict[Labels, float]] | None:
         """The series read: sample name → the labels of each of its series, sorted, → its value, in the text's
         order of first appearance; None when a line the library would read is not in the shapes above, a series
         is written twice, or a value is one the caller's checks would refuse (not finite, or negative but for
         `may_be_negative`).
 
-        `text` ends with a newline (the caller refuses a body that does not: cut off). Past `max_series` series it
-        stops reading: TooManySeries."""
-        first = self._first.match(text)
-        lines = chain([first.groups("")] if first is not None else [], self._lines_after_first(text))
+        `text` ends with a newline (the caller refuses a body that does not: cut off); it may come in pieces, each
+        of whole lines (`exporter.body_pieces`), read in turn as if joined. Past `max_series` series it stops
+        reading: TooManySeries."""
+        lines = chain.from_iterable(self._lines(piece) for piece in ((text,) if isinstance(text, str) else text))
         keys, shared = self._keys, self._shared
         series: dict[str, dict[Labels, float]] = {}
         count = 0
@@ -134,6 +135,13 @@ class NarrowReader:
             keys.clear()  # series gone (a restart of ModelMesh): the next read keeps only its own
             shared.clear()
         return series
+
+    def _lines(self, text: str) -> Iterator[tuple[str, str, str, str]]:
+        """The lines of `text` that the patterns find, `text` beginning at a line's start."""
+        first = self._first.match(text)
+        if first is not None:
+            yield first.groups("")
+        yield from self._lines_after_first(text)
 
     def _lines_after_first(self, text: str) -> Iterator[tuple[str, str, str, str]]:
         """The lines after the first, a piece of `SCAN_CHARS` at a time: each regular-expression call holds

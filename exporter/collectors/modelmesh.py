@@ -19,7 +19,7 @@ import logging
 import os
 import ssl
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -28,6 +28,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from exporter import names
+from exporter.body_pieces import BodyPieces
 from exporter.collectors.health import CollectorHealth
 from exporter.counters import CounterWindow
 from exporter.model_recency import ModelRecency
@@ -49,7 +50,7 @@ log = logging.getLogger(__name__)
 MAX_BODY_BYTES: Final = 32 << 20
 """The largest ModelMesh answer read (32 MiB). What the exporter asks for (`_ONLY_SAMPLES_READ`) is about 0.4 KiB
 per model with per-model metrics on: some 80,000 models at this size, each of whose series is kept from read to
-read, which peaks near 270-330 MiB resident, inside the sidecar's 512Mi memory limit
+read, which peaks near 255-290 MiB resident, inside the sidecar's 512Mi memory limit
 (manifests/examples/exporter-sidecar-patch.yaml; held by tests/exporter/test_exporter_memory_limit.py). A body
 of shorter lines holds more series in these bytes: the series are bounded too (`MAX_SERIES_READ`). All of
 ModelMesh's output, about 25 KiB per model, passes this at some 1,300 models."""
@@ -188,7 +189,7 @@ class ModelMeshCollector(Collector):
         try:
             text, at, content_type = await self._fetch(session)
             try:
-                if len(text) >= PARSE_OFF_LOOP_CHARS:
+                if sum(map(len, text)) >= PARSE_OFF_LOOP_CHARS:
                     reading = await in_worker_thread(self._parse, text)
                     del text  # up to 32 MiB, not held while the counts are folded in (`MAX_BODY_BYTES`)
                     self._fold(reading, at)
@@ -210,11 +211,11 @@ class ModelMeshCollector(Collector):
         self._health.succeeded(names.COLLECTOR_MODELMESH, news=self._window.news)
         return True
 
-    def ingest(self, text: str, at: float) -> None:
+    def ingest(self, text: str | Sequence[str], at: float) -> None:
         """Parse one body read at monotonic time `at` and fold it in; raises ScrapeFailure, changing nothing."""
         self._fold(self._parse(text), at)
 
-    def _parse(self, text: str) -> ModelMeshReading:
+    def _parse(self, text: str | Sequence[str]) -> ModelMeshReading:
         """`parse_modelmesh`, bounded by `max_series` where one was given (else by its own default)."""
         return parse_modelmesh(text) if self._max_series is None else parse_modelmesh(text, self._max_series)
 
@@ -248,7 +249,7 @@ class ModelMeshCollector(Collector):
             log.warning(_REQUESTS_UNSEEN, f"{reading.total(QUEUE_COUNT):.0f}")
         self._requests_unseen_last = unseen
 
-    async def _fetch(self, session: aiohttp.ClientSession) -> tuple[str, float, str]:
+    async def _fetch(self, session: aiohttp.ClientSession) -> tuple[list[str], float, str]:
         """The body, the time its counters were read (when the response headers arrived), and its content type.
 
         A server that hangs up before answering on a reused keep-alive connection is retried once at once:
@@ -304,22 +305,27 @@ class ModelMeshCollector(Collector):
         return (f"ModelMesh's metrics port serves a self-signed certificate it makes anew at every start: run the "
                 f"exporter with {_INSECURE}; the request stays inside the pod")
 
-    async def _body(self, response: aiohttp.ClientResponse) -> str:
-        """The body as text, read up to `max_body_bytes`: past that it is no ModelMesh output the exporter
+    async def _body(self, response: aiohttp.ClientResponse) -> list[str]:
+        """The body as text in pieces of whole lines (`exporter.body_pieces`: decoded as it comes, never held
+        as bytes and text at once), read up to `max_body_bytes`: past that it is no ModelMesh output the exporter
         can use (what it asks for is about 1 MB for 2,000 models with per-model metrics), and reading on would
         only fill the sidecar's memory (a server that never stops answering reached 1 GB within the 2 s
         timeout)."""
-        body = bytearray()
-        async for chunk in response.content.iter_chunked(1 << 16):
-            body += chunk
-            if len(body) > self._max_body_bytes:
-                raise ScrapeFailure(names.REASON_PARSE, f"body larger than {self._max_body_bytes:,} bytes; stopped "
-                                    "reading (not ModelMesh's metrics, or far more series than any ModelMesh has)")
         encoding = "utf-8"  # as `response.text()` decodes: the declared charset if Python knows it, else UTF-8
         if response.charset:
             with contextlib.suppress(LookupError, ValueError):
-                encoding = codecs.lookup(response.charset).name
-        return body.decode(encoding)
+                name = codecs.lookup(response.charset).name
+                b"".decode(name)  # a text encoding (not a transform such as rot13, which no text is sent in)
+                encoding = name
+        body = BodyPieces(encoding)
+        read = 0
+        async for chunk in response.content.iter_chunked(1 << 16):
+            read += len(chunk)
+            if read > self._max_body_bytes:
+                raise ScrapeFailure(names.REASON_PARSE, f"body larger than {self._max_body_bytes:,} bytes; stopped "
+                                    "reading (not ModelMesh's metrics, or far more series than any ModelMesh has)")
+            body.add(chunk)
+        return body.end()
 
     async def run(self, interval_s: float) -> None:
         """Scrape every `interval_s` until cancelled; an unexpected error is logged and the loop goes on."""
