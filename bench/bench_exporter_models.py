@@ -80,7 +80,7 @@ def serve_child(mode: str, port: int, models: int) -> None:
             await collector.scrape_once(session)
         await asyncio.Event().wait()
 
-    ModelMeshCollector.run = two_reads  # type: ignore[method-assign]
+    ModelMeshCollector.run = two_reads  # type: ignore[method-assign,assignment]
     if mode == "every scrape":
 
         class EveryScrape(RenderedMetrics):

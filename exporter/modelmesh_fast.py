@@ -101,7 +101,7 @@ class NarrowReader:
         `text` ends with a newline (the caller refuses a body that does not: cut off); it may come in pieces, each
         of whole lines (`exporter.body_pieces`), read in turn as if joined. Past `max_series` series it stops
         reading: TooManySeries."""
-        lines = chain.from_iterable(self._lines(piece) for piece in ((text,) if isinstance(text, str) else text))
+        lines = chain.from_iterable(self._lines((text,) if isinstance(text, str) else text))
         keys, shared = self._keys, self._shared
         series: dict[str, dict[Labels, float]] = {}
         count = 0
@@ -136,23 +136,22 @@ class NarrowReader:
             shared.clear()
         return series
 
-    def _lines(self, text: str) -> Iterator[tuple[str, str, str, str]]:
-        """The lines of `text` that the patterns find, `text` beginning at a line's start."""
-        first = self._first.match(text)
-        if first is not None:
-            yield first.groups("")
-        yield from self._lines_after_first(text)
-
-    def _lines_after_first(self, text: str) -> Iterator[tuple[str, str, str, str]]:
-        """The lines after the first, a piece of `SCAN_CHARS` at a time: each regular-expression call holds
-        Python's lock, and only one piece's lines are held at once (all of them at once, as four strings each,
-        were 80 MiB of the 32 MiB body of 80,000 models' series: an outside review's sidecar OOM-killed)."""
-        start, end = 0, len(text)
-        while start < end - 1:
-            cut = text.find("\n", start + SCAN_CHARS)
-            stop = end if cut < 0 else cut + 1  # the piece ends after a line's newline ...
-            yield from self._next.findall(text, start, stop)
-            start = stop - 1  # ... and the next begins at that newline, which `_next` begins with
+    def _lines(self, pieces: Sequence[str]) -> Iterator[list[tuple[str, str, str, str]]]:
+        """The lines the patterns find, a list per regular-expression call, piece after piece (each beginning at a
+        line's start): a piece of `SCAN_CHARS` at a time, as each call holds Python's lock, and only one piece's
+        lines held at once (all of them at once, as four strings each, were 80 MiB of the 32 MiB body of 80,000
+        models' series: an outside review's sidecar OOM-killed)."""
+        for text in pieces:
+            first = self._first.match(text)
+            if first is not None:
+                name, label_text, number, other = first.groups("")
+                yield [(name, label_text, number, other)]
+            start, end = 0, len(text)
+            while start < end - 1:
+                cut = text.find("\n", start + SCAN_CHARS)
+                stop = end if cut < 0 else cut + 1  # the piece ends after a line's newline ...
+                yield self._next.findall(text, start, stop)
+                start = stop - 1  # ... and the next begins at that newline, which `_next` begins with
 
 
 def _key(label_text: str, shared: dict[object, Any]) -> Labels | None:

@@ -146,6 +146,7 @@ async def test_a_restarted_exporter_says_it_does_not_know_yet_rather_than_that_e
     with caplog.at_level(logging.INFO, logger="exporter"):
         restarted = await pod.read()
     assert (restarted.has_family, restarted.horizon_s) == (False, None)  # not: all four served just now
+    assert restarted.last_success is not None
     said = [r.getMessage() for r in caplog.records if names.MODEL_LAST_SERVED_TIMESTAMP in r.getMessage()]
     assert len(said) == 1 and "4 models" in said[0] and "600 s" in said[0], said
 
@@ -174,6 +175,7 @@ async def test_after_a_restart_the_models_it_counted_are_known_once_each_is_serv
     assert not (await pod.read()).has_family  # bert's time still unknown
     pod.container.serve(1, model="bert")
     known = await pod.read()
+    assert known.last_success is not None
     assert known.served == {"resnet": known.last_success - INTERVAL_S, "bert": known.last_success}
 
 
