@@ -265,6 +265,13 @@ class RuntimeView:
     # value, `scale_down_tau_s` and when the served value reaches raw (`autoscaler.policies.slow_fall`), for /debug.
     # Empty on nearly every refresh: only a value in the middle of a fall has an entry.
     falling: dict[str, dict[str, float | str]] = field(default_factory=dict)
+    # Pod name → whether the values count it as a Ready pod (what `ready_pods` counts) and why, for each pod they
+    # count otherwise than Kubernetes' readiness says: a pod not Ready held as missing data (`unready_pods`,
+    # counted), one Ready again with no fresh rate read past the hold (counted as not Ready), a rollout's surge pod
+    # (`surge_pods`, left out). /debug shows each pod's `counted` and `reason` from it: mid-rollout `ready_pods`
+    # read 4 beside 7 pods all `ready`, and a pod Ready in kubectl read `ready: false`, neither with a word on the
+    # pod. Empty on nearly every refresh (one shared empty mapping, never written to).
+    pods_counted: dict[str, tuple[bool, str]] = field(default_factory=dict)
 
     @property
     def nothing_to_judge(self) -> bool:

@@ -100,7 +100,8 @@ async def main(runtimes: int, refreshes: int, timeout_s: float) -> None:
                 sizes.append(len(response.content))
                 return response
 
-            source._reader._session.hooks["response"].append(measure)  # (a benchmark's probe into the session)
+            # (a benchmark's probe into the session)
+            source._reader._connection.session.hooks["response"].append(measure)
             try:
                 for refresh in range(refreshes):
                     sizes.clear()

@@ -20,7 +20,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "autoscaler.policies": (
         "autoscaler.kube", "autoscaler.sources", "autoscaler.api", "autoscaler.actuation", "autoscaler.demo",
         "autoscaler.simulation", "autoscaler.refresher", "autoscaler.server", "autoscaler.selfmetrics",
-        "exporter", *IO_LIBRARIES,
+        "autoscaler.selfmetrics_api", "autoscaler.selfmetrics_reads", "autoscaler.selfmetrics_runtimes",
+        "autoscaler.selfmetrics_deletion_costs", "autoscaler.selfmetrics_bridge", "exporter", *IO_LIBRARIES,
     ),
     "autoscaler.kube": ("autoscaler.sources", "autoscaler.api", "autoscaler.actuation", "autoscaler.policies"),
     "autoscaler.sources": ("autoscaler.api", "autoscaler.actuation"),

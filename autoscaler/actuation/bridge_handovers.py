@@ -74,6 +74,9 @@ class HandOvers:
         # (`runtime_changed`), with the spec.replicas the runtime's last event showed: reconciled even where the
         # RuntimeScale itself brings nothing new.
         self._drifted: dict[ScaleId, int | None] = {}
+        # Those of `_changed` handed over because their ServingRuntime lost its autoscaler class (`runtime_changed`):
+        # read anew and reconciled whatever the RuntimeScale brings, as a drift is.
+        self._unclassed: set[ScaleId] = set()
 
     def scale_changed(self, scale: JSON) -> None:
         """A RuntimeScale the watch saw added or changed, handed over (the bridge's loop is woken by its caller)."""
@@ -87,6 +90,10 @@ class HandOvers:
         full pass's turns hold it too), and reconciled at once: it reads the runtime and sets it back. Waiting
         for the full pass left the Deployment at the edited size for up to the resync.
 
+        A runtime whose owner was left alone for its `serving.kserve.io/autoscalerClass` (`ScaleMemory.classed`)
+        and that has none now is handed over too (`_hand_over_unclassed`): the RuntimeScale adopts or carries at
+        once, where the full pass came up to a resync after modelmesh-serving had applied the class's removal.
+
         The bridge's own writes come back here too, at the value it carried (`ScaleMemory.asked`, noted before
         the write): they start nothing. So does a runtime no RuntimeScale of this leader has carried to yet (the
         full pass does), one with `serving.kserve.io/autoscalerClass`, and anything while not leading. Nor does a
@@ -96,15 +103,19 @@ class HandOvers:
             return
         owner = self._owners.owner(object_key(runtime))
         memory = None if owner is None else self._memory.get(owner)
+        if (owner is not None and memory is not None and memory.classed is not None
+                and autoscaler_class(runtime) is None):
+            self._hand_over_unclassed(owner, memory)
+            return
         if (owner is None or memory is None or memory.asked is None or memory.scale is None
                 or autoscaler_class(runtime) is not None or memory.echo(object_key(runtime)[1], replicas_of(runtime))
                 or memory.asked[0] != object_key(runtime)[1]):
             return
         found = replicas_of(runtime)
         if self._refused_at(owner, memory, found):
-            # Its write at this value failed and waits for its retry: an event that changes nothing of it (the
-            # modelmesh-serving controller writes status and annotations every second) tried it again at once,
-            # 60 refused writes a minute a runtime instead of one a resync.
+            # Its write at this value failed and waits for its retry: an event that brings nothing new to it
+            # (another writer's labels or annotations, a GitOps tool's sync, the watch listing every runtime again
+            # as it reopens) tried it again at once, up to a refused write per event instead of one a resync.
             return
         if (fought := memory.fought(self._clock())) is not None:
             self._say_fight(owner, memory, found, fought)
@@ -113,6 +124,18 @@ class HandOvers:
         if waiting is None or older_generation(generation(waiting), generation(memory.scale)):
             self._changed[owner] = memory.scale
         self._drifted[owner] = found
+        self._wake()
+
+    def _hand_over_unclassed(self, owner: ScaleId, memory: ScaleMemory) -> None:
+        """RuntimeScale `owner`'s runtime has lost its autoscaler class: reconciled at once (read anew first,
+        `_still_asked`), once; a newer spec of it already waiting is kept."""
+        classed, memory.classed = memory.classed, None
+        if classed is None:
+            return
+        waiting = self._changed.get(owner)
+        if waiting is None or older_generation(generation(waiting), generation(classed)):
+            self._changed[owner] = classed
+        self._unclassed.add(owner)
         self._wake()
 
     def _say_fight(self, owner: ScaleId, memory: ScaleMemory, found: int | None, count: int) -> None:
@@ -140,6 +163,9 @@ class HandOvers:
         todo: dict[ScaleId, JSON] = {}
         for key, scale in changed.items():
             memory = self._memory.get(key)
+            if key in self._unclassed:  # its runtime lost its class: reconciled whatever the spec
+                todo[key] = self._drifted_ask(key, scale, listed)
+                continue
             if key in self._drifted:  # its runtime was set behind our back: reconciled whatever the spec
                 if not self._refused_at(key, memory, self._drifted[key]) and not self._fought_now(key, memory):
                     todo[key] = self._drifted_ask(key, scale, listed)
@@ -161,8 +187,8 @@ class HandOvers:
     def _refused_at(self, key: ScaleId, memory: ScaleMemory | None, found: int | None) -> bool:
         """Whether RuntimeScale `key`'s runtime, found at `found`, is at the value whose set-back was refused and
         waits for its retry: asked in `runtime_changed` of each event, and again as a drift is taken, for the events
-        that came while the refused write was on its way (the controller writes the runtime every second; a loaded
-        adapter's reads and write take longer), handed over before the refusal was known."""
+        that came while the refused write was on its way (any other change of the runtime; a loaded adapter's reads
+        and write take longer), handed over before the refusal was known."""
         return (memory is not None and memory.asked is not None and memory.scale is not None
                 and memory.refused_at == (memory.asked[0], found) and self._retries.waits(key, memory.scale))
 
@@ -209,8 +235,9 @@ class HandOvers:
                     continue
                 tried += 1
                 done[key] = scale
-                drifted = key in self._drifted
+                drifted = key in self._drifted or key in self._unclassed
                 self._drifted.pop(key, None)  # reconciled now: it reads the runtime as it is
+                self._unclassed.discard(key)
                 if drifted:
                     confirmed = await self._still_asked(key, scale)
                     if confirmed is None:
@@ -232,7 +259,9 @@ class HandOvers:
         where nothing is to be written: it was deleted (or deleted and created again) since. One GitOps sync that
         removes autoscaling (the RuntimeScale pruned, the ServingRuntime applied with its own replicas) brought
         the runtime's event before the RuntimeScale's deletion, and the deleted RuntimeScale's last ask was
-        written over the operator's value. One read a set-back; the bridge's own writes coming back cost none."""
+        written over the operator's value. One read a set-back; the bridge's own writes coming back cost none. A
+        RuntimeScale handed over as its runtime lost its class is read anew too: the one kept since its conflict
+        may be older than its status, or gone."""
         try:
             fresh = await self._client.get_custom(RUNTIME_SCALES, *key)
         except KubeApiError as error:
@@ -267,8 +296,8 @@ class HandOvers:
         if (waiting is None or not older_generation(generation(listed), generation(waiting))
                 or _runtime_named(waiting) != _runtime_named(listed)):
             return listed
-        if key not in self._drifted:  # a drifted runtime may have been set after the pass listed it: kept, its
-            del self._changed[key]  # hand-over reads it anew
+        if key not in self._drifted and key not in self._unclassed:  # a drifted (or unclassed) runtime may have
+            del self._changed[key]  # changed after the pass listed it: kept, its hand-over reads it anew
         return waiting
 
     def waiting(self) -> bool:
@@ -279,10 +308,12 @@ class HandOvers:
         """A full pass reads them all; a change from now on is handed over again."""
         self._changed.clear()
         self._drifted.clear()
+        self._unclassed.clear()
 
     def forget(self, key: ScaleId) -> None:
         """RuntimeScale `key` is gone: a set-back of its runtime waiting goes too."""
         self._drifted.pop(key, None)
+        self._unclassed.discard(key)
 
 
 def _uid(obj: JSON) -> object:

@@ -76,6 +76,11 @@ class ScaleMemory:
     scale: dict[str, Any] | None = None
     """The RuntimeScale as its last reconcile carried it: what a ServingRuntime set behind the bridge's back is
     set back to, handed over as the RuntimeScale watch hands an HPA's write."""
+    classed: dict[str, Any] | None = None
+    """The RuntimeScale as its last reconcile found it, where its runtime had `serving.kserve.io/autoscalerClass`
+    (`AutoscalerClassConflict`: nothing carried, so `asked` is None and the runtime's events started nothing): the
+    runtime's event without the class hands it over at once (`HandOvers.runtime_changed`), not at the next full
+    pass, up to a resync after modelmesh-serving has applied the class's removal."""
     reason: str | None = None
     """Its `Ready` reason as last written: a change is logged (`bridge_news.ReasonChanges`)."""
     set_back: tuple[int | None, float] | None = None
@@ -86,8 +91,8 @@ class ScaleMemory:
     """When the fight was last said at WARNING (`fight_news`)."""
     refused_at: tuple[str, int | None] | None = None
     """The ServingRuntime and the spec.replicas it held when the last write to it failed: an event of that runtime
-    at the same replicas (its controller's status and annotations) brings nothing its retry would not
-    (`HandOvers.runtime_changed`)."""
+    at the same replicas (another write of its labels or annotations, the watch listing it again) brings nothing
+    its retry would not (`HandOvers.runtime_changed`)."""
     misplaced: tuple[tuple[str, str], ...] = ()
     """The policy annotations on its runtime already warned about (they belong on the Deployment)."""
 
@@ -115,6 +120,7 @@ class ScaleMemory:
         """It is now a duplicate of the runtime's owner: what it carried is not what the runtime holds, and the
         owner warns about the runtime's annotations."""
         self.carried = self.carried_uid = self.set_back = self.asked = self.scale = self.refused_at = None
+        self.classed = None
         self.misplaced = ()
         self.echoes_due.clear()
 

@@ -8,8 +8,9 @@ set back), a merge patch of the RuntimeScale's `status` subresource (`bridge_sta
 and (once, for a RuntimeScale created without replicas) its `spec.replicas` adopted from the runtime so that the
 HPA's first read of the scale works (until then the API server refuses that read, so no scaler can write
 first), conditional on the version read so that replicas set since are kept. A RuntimeScale whose runtime an
-older one owns (`bridge_owners`) writes nothing to the runtime, only its status; so does one whose runtime has
-`serving.kserve.io/autoscalerClass` (modelmesh-serving then ignores `spec.replicas`: the status says to remove it).
+older one owns (`bridge_owners`) writes nothing to the runtime, only its status, without the pod selector; so does
+one whose runtime has `serving.kserve.io/autoscalerClass` (modelmesh-serving then ignores `spec.replicas`: the status
+gives the one patch that removes it and keeps the pods, and the watch hands it over once it is gone).
 
 A failed read or write is raised to the loop, which schedules the retry (`bridge_retries`); the status says why
 the runtime does not follow (`_report_not_written`, `_report_not_read`). Its lines are logged under the bridge's
@@ -50,7 +51,8 @@ from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.raw import JSON
 from autoscaler.kube.timestamps import rfc3339
-from autoscaler.selfmetrics import AdapterMetrics, BridgeWrite
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.selfmetrics_bridge import BridgeWrite
 
 log = logging.getLogger("autoscaler.actuation.bridge")
 
@@ -150,12 +152,16 @@ class RuntimeScaleReconciler:
             else:
                 deployment = await self._deployment(key, scale, known)
         writes = 0
+        classed = runtime is not None and autoscaler_class(runtime) is not None
+        self._remember(key).classed = scale if classed else None
         if runtime is not None:
             self._note_misplaced(key, runtime, deployment, deployment_name(scale))
-            if autoscaler_class(runtime) is None:
+            if not classed:
                 scale, writes = await self._carry_replicas(key, scale, runtime, deployment)
         outcome = verdict(scale, runtime, deployment, cluster_runtime=cluster_runtime)
-        return writes + await self._write_status(key, scale, deployment, outcome)
+        # A runtime left to its autoscaler class: no selector, or an HPA on this RuntimeScale and the class's own
+        # CPU HPA select the same pods, and the HPA controller stops both (`AmbiguousSelector`).
+        return writes + await self._write_status(key, scale, deployment, outcome, selects_pods=not classed)
 
     async def _carry_replicas(self, key: ScaleId, scale: JSON, runtime: JSON,
                               deployment: JSON | None) -> tuple[JSON, int]:

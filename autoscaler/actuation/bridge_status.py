@@ -118,10 +118,7 @@ def verdict(
         return Verdict(False, "ServingRuntimeNotFound", f"ServingRuntime {namespace}/{name} does not exist")
     klass = autoscaler_class(runtime)
     if klass is not None:
-        return Verdict(False, "AutoscalerClassConflict",
-                       f"ServingRuntime {name} has {AUTOSCALER_CLASS_ANNOTATION}={klass}: modelmesh-serving then "
-                       "ignores spec.replicas (class hpa adds its own HPA; other classes are rejected); remove the "
-                       "annotation")
+        return Verdict(False, "AutoscalerClassConflict", class_conflict(scale, klass, deployment))
     wanted = replicas_of(scale)
     if wanted is None and replicas_of(runtime) is None and replicas_of(deployment) == 0:
         return Verdict(False, "NoReplicas",
@@ -146,6 +143,43 @@ def verdict(
         message += (f"; modelmesh-serving scaled it to zero (no InferenceService uses the runtime) and starts "
                     f"it at {wanted} when one does")
     return Verdict(True, "Bridged", message)
+
+
+def class_conflict(scale: Mapping[str, Any], klass: str, deployment: Mapping[str, Any] | None) -> str:
+    """The `AutoscalerClassConflict` message: why the runtime is left to its class, and the one step that hands it
+    to this RuntimeScale without removing a pod.
+
+    The annotation removed alone, modelmesh-serving (which reconciles on every ServingRuntime change) sets the
+    Deployment to `spec.replicas`, else to its global `podsPerRuntime` (2 by default), at once, before the bridge
+    can adopt anything: a runtime its CPU HPA had at 5 lost 3 pods. So the step is one merge patch that removes the
+    annotation and sets `spec.replicas` to the replicas the Deployment runs; its webhook, which refuses class `hpa`
+    with `spec.replicas`, judges the new object only, so it admits it. The exact command where the Deployment's
+    replicas are known; a Deployment at 0 is modelmesh-serving's scale to zero, whose 0 would keep the runtime at 0
+    once used: there the annotation alone removes nothing."""
+    spec = scale.get("spec") or {}
+    name = str(spec.get("servingRuntime"))
+    namespace = (scale.get("metadata") or {}).get("namespace", "")
+    wanted, running = replicas_of(scale), replicas_of(deployment)
+    message = (f"ServingRuntime {name} has {AUTOSCALER_CLASS_ANNOTATION}={klass}: modelmesh-serving then ignores "
+               "spec.replicas (class hpa adds its own CPU HPA; other classes are rejected), so this RuntimeScale "
+               "publishes no pod selector and its HPA stops (InvalidSelector), leaving the runtime to its class. "
+               "To hand the runtime to this RuntimeScale")
+    carried = "" if wanted is None else f", then the bridge carries this RuntimeScale's spec.replicas ({wanted})"
+    if running == 0:
+        starts = ("at spec.replicas, else podsPerRuntime, which this RuntimeScale adopts" if wanted is None
+                  else f"at this RuntimeScale's spec.replicas ({wanted}), which the bridge carries")
+        return (f"{message}, remove the annotation: Deployment {deployment_name(scale)} is scaled to zero (no "
+                f"InferenceService uses the runtime), so no pod goes, and it starts {starts} when one does: "
+                f"kubectl -n {namespace} annotate servingruntime {name} {AUTOSCALER_CLASS_ANNOTATION}-")
+    runs = "N" if running is None else str(running)
+    message += (f", remove the annotation and set spec.replicas to the replicas Deployment {deployment_name(scale)} "
+                f"runs ({runs}) in one patch (the annotation removed alone, modelmesh-serving sets the Deployment to "
+                f"podsPerRuntime at once, and the pods above it go){carried}")
+    if running is None:
+        message += (f"; N is its spec.replicas (kubectl -n {namespace} get deployment {deployment_name(scale)} -o "
+                    "jsonpath='{.spec.replicas}')")
+    patch = '{"metadata":{"annotations":{"' + AUTOSCALER_CLASS_ANNOTATION + '":null}},"spec":{"replicas":' + runs + "}}"
+    return f"{message}: kubectl -n {namespace} patch servingruntime {name} --type merge -p '{patch}'"
 
 
 def duplicate(scale: Mapping[str, Any], owner: str, owner_created: str) -> Verdict:
@@ -241,10 +275,12 @@ def desired_status(
 ) -> JSON:
     """The RuntimeScale's whole `status` as it should be; `now` is an RFC 3339 time for a changed condition.
 
-    `selects_pods` False (a duplicate, whose runtime another RuntimeScale owns): no `selector`, removed if one was
+    `selects_pods` False (a duplicate, whose runtime another RuntimeScale owns; or a runtime with an autoscaler
+    class, whose class `hpa` has the controller's own CPU HPA on the Deployment): no `selector`, removed if one was
     written. The HPA controller refuses to act for any HPA whose pods another HPA's scale also selects
-    (`AmbiguousSelector`), so a duplicate advertising the runtime's selector stopped the owner's HPA too; without
-    one only the duplicate's own HPA stops ("selector is required")."""
+    (`AmbiguousSelector`), so a RuntimeScale advertising the runtime's selector stopped the other HPA too (the
+    owner's, or the controller's, whose runtime the conflict says is left alone); without one only its own HPA
+    stops ("selector is required")."""
     old = scale.get("status") or {}
     condition: JSON = {"type": READY, "status": "True" if outcome.ready else "False", "reason": outcome.reason,
                  "message": outcome.message, "lastTransitionTime": now}

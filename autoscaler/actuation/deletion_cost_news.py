@@ -13,7 +13,7 @@ import logging
 from autoscaler.actuation.deletion_cost_plan import PodId
 from autoscaler.kube.client import KubeApiError
 from autoscaler.log_lists import few
-from autoscaler.selfmetrics import DeletionCostPatchResult
+from autoscaler.selfmetrics_deletion_costs import DeletionCostPatchResult
 
 log = logging.getLogger("autoscaler.actuation.deletion_cost")
 

@@ -29,7 +29,8 @@ from autoscaler.actuation.deletion_cost_plan import PodId, PodPatch, PodRecord
 from autoscaler.kube.backoff import UNANSWERED_MAX_S, ServerThrottle, retry_delay, unanswered
 from autoscaler.kube.client import KubeApiError
 from autoscaler.names import DELETION_COST_ANNOTATION
-from autoscaler.selfmetrics import AdapterMetrics, DeletionCostPatchResult
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.selfmetrics_deletion_costs import DeletionCostPatchResult
 
 log = logging.getLogger("autoscaler.actuation.deletion_cost")
 

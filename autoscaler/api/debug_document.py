@@ -32,7 +32,7 @@ _VIEW_FIELDS: Final = tuple(f.name for f in dataclasses.fields(RuntimeView))
 _view_values = operator.attrgetter(*_VIEW_FIELDS)
 _KEY, _VALUES, _PODS, _REFRESHED, _BOUNDS = (
     _VIEW_FIELDS.index(name) for name in ("key", "values", "pods", "refreshed_at", "bounds"))
-_NAME, _SIGNALS = POD_FIELDS.index("name"), POD_FIELDS.index("signals")
+_NAME, _READY, _SIGNALS = POD_FIELDS.index("name"), POD_FIELDS.index("ready"), POD_FIELDS.index("signals")
 _VALUE_FIELDS: Final = tuple(f.name for f in dataclasses.fields(ServedValue))
 _value_values = operator.attrgetter(*_VALUE_FIELDS)
 _STRICT: Final = json.JSONEncoder(allow_nan=False)  # `json.dumps(..., allow_nan=False)` would build one per call
@@ -104,12 +104,18 @@ def explanation(view: RuntimeView, policy: PolicyExplained | None = None,
     scrape source), so that a 503 that says "metric source down" can be traced here without the log line of
     the outage's start. With `urls` (the scrape source's), each pod's `scrape_url` too: the scheme each exporter
     is scraped over is chosen per pod (`--exporter-scheme auto`), and an operator rolling sidecars to TLS checks
-    it on healthy pods, whose URL no problem names; null for a pod not scraped, or one the source no longer lists."""
+    it on healthy pods, whose URL no problem names; null for a pod not scraped, or one the source no longer lists.
+    Each pod's `counted` (whether `ready_pods` and the values count it as a Ready pod) and `reason` (why, where
+    that is not what its readiness says: `RuntimeView.pods_counted`; empty otherwise), in place of the view's
+    `pods_counted`: mid-rollout `ready_pods` read 4 beside 7 pods all `ready`, and no pod said which were left out."""
     document: dict[str, Any] = jsonable(view)
     on_pods = document.pop("costs_on_pods")
+    otherwise = view.pods_counted
+    document.pop("pods_counted")
     for pod, shown in zip(view.pods, document["pods"], strict=True):
         shown["signals"] = dict(pod.signals)
         shown["deletion_cost_on_pod"] = on_pods.get(pod.name)
+        shown["counted"], shown["reason"] = otherwise.get(pod.name) or (pod.ready, "")
         if urls is not None:
             shown["scrape_url"] = urls.get(pod.name)
     document["key"] = {"namespace": view.key.namespace, "deployment": view.key.deployment}
@@ -156,11 +162,13 @@ def _document(record: tuple[Any, ...]) -> dict[str, Any]:
     document["key"] = {"namespace": namespace, "deployment": deployment}
     document["values"] = {name: dict(zip(_VALUE_FIELDS, served, strict=True)) for name, *served in fields[_VALUES]}
     on_pods = document.pop("costs_on_pods")
+    otherwise = document.pop("pods_counted")
     pods = []
     for pod in fields[_PODS]:
         shown = dict(zip(POD_FIELDS, pod, strict=True))
         shown["signals"] = dict(pod[_SIGNALS])
         shown["deletion_cost_on_pod"] = on_pods.get(pod[_NAME])
+        shown["counted"], shown["reason"] = otherwise.get(pod[_NAME]) or (pod[_READY], "")
         if urls is not None:
             shown["scrape_url"] = urls.get(pod[_NAME])
         pods.append(shown)

@@ -7,6 +7,7 @@ JSON calls, list + watch, patches, Leases and access reviews.
 - `errors`: `KubeConfigError`, `KubeApiError` (status, reason, Retry-After), `WatchExpiredError`.
 - `raw`: raw JSON reads for lists and watches; the API's error Status objects become `KubeApiError`.
 - `list_watch`: `ListWatch`, one resource kept current by list + watch (resume, relist after 410, backoff).
+- `watch_ends`: how each of its watches' ends is judged (very short, short-lived, stayed open), and the waits they set.
 - `session`: `KubeSession`, the API client a group of loops shares, and those loops' tasks.
 - `client`: typed writes: pod annotation merge patches and Lease get/create/replace.
 - `reviews`: TokenReview, SubjectAccessReview and the authentication ConfigMap, over `review_connection`: the

@@ -9,34 +9,21 @@ wake-ups all run on it.
   again, now a consistent read (no `resourceVersion`), as the reflector does once it saw "expired". When a
   fresh list's version expires straight away again, wait `backoff(n)` before the next list, so a compacting
   server is not hammered.
-- A watch that ends cleanly is reopened at once, however soon after it opened and however often (the reflector
-  does so too): it is no failure, and nothing waits while the watch is said open. Only one that ends within
-  `SHORT_WATCH_S` having carried nothing (a proxy that cuts streams, an API server shutting down: the reflector's
-  "very short watch") is not reopened before `SHORT_WATCH_S` after it opened, so such a server gets one watch a
-  second from each loop, not one per round trip; `health` reads it closed meanwhile. From the second in a row since
-  a watch last worked, each is also a failure told (`on_failure`, `health` as `no_answer`; `_very_short`), as the
-  reflector warns of each: a proxy ending every stream at once was otherwise closed nearly all the time, unsaid.
+- A watch that ends cleanly is reopened at once; one that ends within `SHORT_WATCH_S` having carried nothing (the
+  reflector's "very short watch") only `SHORT_WATCH_S` after it opened, and from the second in a row since a watch
+  last worked it is also a failure told (`on_failure`, `health` as `no_answer`; `_very_short`): how each watch's end
+  is judged, and what it makes the next try wait, is `autoscaler.kube.watch_ends`'s.
 - Any other failure: wait `backoff(n)` (n: the answered failures in a row alone, as `backoff.FailuresInARow`
   counts them, so that a 503 of an API server still starting after an outage of refused connections is the first,
   not the 30 s cap the refused tries had doubled to; where the server never answered and the owner gives one,
   `unanswered_backoff(n)` of all the failures in a row, `backoff.UNANSWERED_MAX_S`), never less than the server's
   `Retry-After` (a 429 from API Priority and Fairness: client-go's REST client waits that long too), and resume the
-  watch from the last version seen, or list when there was none yet. The count starts again once a watch worked: it
-  had been open `SHORT_WATCH_S` or had carried an event (a BOOKMARK too). (The reflector's rule is not this one: it
-  backs off a failed or very short watch with a backoff manager, 0.8 s doubling to 30 s, that starts again only
-  after 2 minutes without a backoff, and reopens any other at once.) A stream cut
-  after that (a load balancer cutting long-lived streams on its own clock, however soon after the reopen; a
-  restart storm) is the first failure of a new spell, reopened after `backoff(1)`, not the next of one that
-  doubled to 30 s. A watch that breaks as soon as it opens with nothing in it (a real failure loop) still backs
-  off as before. One that worked yet broke within `STAYED_OPEN_S`, past `SHORT_LIVED_IN_A_ROW` in a row (a
-  proxy that breaks every stream after its first bytes, in a namespace busy enough that each carries an event:
-  reopened at `backoff(1)` forever, that was some 100 watch requests a minute per watch and namespace), waits at
-  least `backoff(k + 1)`, k counting such watches past the limit, until one stays open `STAYED_OPEN_S`; and
-  `on_works` waits for that one. The failures after such a break (its reopen refused, 503 from an API server
-  shutting down) wait as any answered failures in a row do, `backoff(1)`, `backoff(2)` ... (the break, a stream
-  cut, was no answer), not counted on from k: a
-  restart storm's refusals do not pile onto the throttle. The failure that breaks it is said (`on_failure`,
-  `health`) before any wait.
+  watch from the last version seen, or list when there was none yet. The count starts again once a watch worked:
+  it had been open `SHORT_WATCH_S` or had carried an event (a BOOKMARK too); past `SHORT_LIVED_IN_A_ROW` watches in
+  a row that worked yet broke within `STAYED_OPEN_S`, a break waits longer each time (`autoscaler.kube.watch_ends`).
+  (The reflector's rule is not this one: it backs off a failed or very short watch with a backoff manager, 0.8 s
+  doubling to 30 s, that starts again only after 2 minutes without a backoff, and reopens any other at once.) The
+  failure that breaks a watch is said (`on_failure`, `health`) before any wait.
 
 `list_from_cache` makes the first list `resourceVersion=0`, served from the API server's watch cache (cheap for
 10,000 pods), as the reflector's first list is. The error texts name `list|watch <resource> in <scope>`.
@@ -66,50 +53,14 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import Any, Final
+from typing import Any
 
-from autoscaler.kube.backoff import FailuresInARow, unanswered
+from autoscaler.kube.backoff import unanswered
 from autoscaler.kube.errors import KubeApiError, WatchExpiredError
 from autoscaler.kube.raw import JSON, Endpoint, Scope, describe, open_stream, read_json, scope_name, status_error
 from autoscaler.kube.retry_guard import RetryGuard
+from autoscaler.kube.watch_ends import VERY_SHORT, OpenWatch, WatchEnds, reopen_pause
 from autoscaler.kube.watch_health import LoopHealth
-
-SHORT_WATCH_S: Final = 1.0
-"""A watch that ends sooner than this with nothing in it is a "very short watch" (client-go's reflector's word); one
-open this long, or one that carried an event, worked (`on_works`): a failure ending it starts a new
-failing spell (`backoff(1)`), unless it is past the `SHORT_LIVED_IN_A_ROW`-th in a row to break within
-`STAYED_OPEN_S`.
-
-client-go's reflector (`tools/cache/reflector.go`, `handleWatch`) calls a watch that ends within a second having
-delivered no event a "very short watch" and backs off, as after an error; any other it reopens at once. This loop
-backs off a broken stream too (a proxy that breaks every stream is a failure loop), and tells the two apart with
-the reflector's measure.
-A longer bar (it was 5 s open) is met by no stream a load balancer cuts on its own clock every 6 s: reopened after
-the first backoff (about 1 s), such a watch was open under 5 s at the next cut, counted as the next failure in a
-row, waited longer, was open shorter still, and spiralled to 30 s closed. An event the owner failed on does not
-count (it is the one the watch replays as soon as it opens, a failure loop)."""
-STAYED_OPEN_S: Final = 3.0
-"""A watch open this long stayed open: it starts the count of failures in a row again, however many short-lived
-watches came before it. Streams normally last minutes (the server's `timeoutSeconds`); a load balancer that cuts
-them on its own clock every 6 s or more leaves a watch reopened after its first backoff (0.5 s, 1 s for
-RuntimeScales, ±20%) open 4.8 s or more, well past this, even on a loaded adapter; no spiral as `SHORT_WATCH_S`'s
-5 s bar made either, as no such watch ends this soon."""
-SHORT_LIVED_IN_A_ROW: Final = 3
-"""How many watches in a row that worked (`SHORT_WATCH_S` open or an event carried) yet broke within `STAYED_OPEN_S`
-still count as working: each is reopened after `backoff(1)` and told `on_works`. (This rule is ours: the reflector
-has none like it.) A clean end counts for none of it. A restart storm (an HA control plane's three API servers
-restarted one after another, each cutting the streams it serves) cuts a fresh watch at most two or three times in a
-row. From the next one on (a proxy that breaks every stream after its first bytes, in a namespace busy enough that
-every watch carries an event), such a watch's break waits `backoff(k + 1)`, k counting them past this, doubling to
-its cap (about 2 watch requests a minute rather than about 100), and the owner hears that the loop works only once a
-watch stays open `STAYED_OPEN_S`. The refusals of the reopen after a break wait `backoff(1)`, `backoff(2)` ... as the
-answered failures of any spell do: counted on from k, a storm of five cuts each followed by two 503s waited 27 s
-after the last, where it waited 3.8 s before there was a throttle."""
-
-
-VERY_SHORT: Final = ("streams end as soon as they open (a proxy or load balancer closing idle or new streams?): "
-                     f"each ended within {SHORT_WATCH_S:g} s with nothing in it")
-"""What a very short watch's failure says (`ListWatch._very_short`)."""
 
 
 def _nothing() -> None:
@@ -178,14 +129,8 @@ class ListWatch:
         self._name = name
         self._sleep = sleep
         self._health = health
-        self._in_a_row = FailuresInARow()
-        """Failures in a row, and those the server answered: `backoff`'s n counts the answered ones alone."""
-        self._short_lived = 0
-        """Watches in a row that worked yet broke within `STAYED_OPEN_S` (`SHORT_LIVED_IN_A_ROW`)."""
-        self._throttle = 0
-        """The `backoff` n the failure that broke the last of those watches waits at least (0: none)."""
-        self._very_short_ends = 0
-        """Very short watches (`SHORT_WATCH_S`) since a watch last worked: from the second on, each is a failure."""
+        self._ends = WatchEnds(log, name)
+        """Its failures and watch ends in a row, which its waits count (`autoscaler.kube.watch_ends`)."""
 
     async def run(self) -> None:
         """List then watch until cancelled: resume after a clean end, list again after 410, back off on errors."""
@@ -215,10 +160,9 @@ class ListWatch:
                 version, worked = await self._watch(version)
                 expiries = 0
                 if not worked:
-                    self._very_short_ends += 1
-                    if self._very_short_ends > 1:
+                    if self._ends.very_short_end():
                         self._very_short()
-                    if (pause := opened + SHORT_WATCH_S - time.monotonic()) > 0:
+                    if (pause := reopen_pause(opened)) > 0:
                         self._log.debug("%s: the watch ended at once with nothing in it; reopening in %.1f s",
                                         self._name, pause)
                         await self._sleep(pause)
@@ -232,13 +176,13 @@ class ListWatch:
                     await self._sleep(self._guard.wait(expiries - 1))
             except Exception as error:
                 self._failed(error)
-                n = self._in_a_row.failed(error)
-                failures = self._in_a_row.failures
+                n = self._ends.in_a_row.failed(error)
+                failures = self._ends.in_a_row.failures
                 if not isinstance(error, KubeApiError):
                     self._guard.unexpected(error, failures)
                 self._guard.tell_failure(error, failures)
                 retry_after = error.retry_after_s if isinstance(error, KubeApiError) else None
-                throttle, self._throttle = self._throttle, 0
+                throttle = self._ends.take_throttle()
                 guard = self._guard
                 if not throttle and self._unanswered is not None and unanswered(error):
                     guard = self._unanswered  # no answer: retried within seconds, so back soon after the server is
@@ -255,38 +199,17 @@ class ListWatch:
         next failure in a row of `backoff`: a clean end counts for none of it."""
         error = KubeApiError(f"watch {self.resource} in {scope_name(self.scope)}: {VERY_SHORT}")
         self._failed(error)
-        self._guard.tell_failure(error, self._in_a_row.failures + 1)
+        self._guard.tell_failure(error, self._ends.in_a_row.failures + 1)
 
     def _works(self) -> None:
         """The loop works: a list handed over, or a watch that worked (`_healthy`). Neither starts the count of
         failures in a row again here: a watch refused (a Role with list but not watch) right after its list is the
-        next failure in a row, and a watch that worked does so as it ends (`_watch_ended`)."""
-        self._guard.works(self._in_a_row.failures)
+        next failure in a row, and a watch that worked does so as it ends (`WatchEnds.ended`)."""
+        self._guard.works(self._ends.in_a_row.failures)
         self._on_works()
 
-    def _watch_ended(self, worked: bool, open_s: float, *, broken: bool) -> None:
-        """A watch ended after `open_s`, `broken` or not. One that stayed open `STAYED_OPEN_S` starts both counts
-        again; one that worked starts the count of failures in a row again (its break, if any, is the first of a
-        new spell). One that worked yet broke sooner is the next short-lived watch in a row: past
-        `SHORT_LIVED_IN_A_ROW` its break waits at least `backoff(k + 1)`, k counting them past the limit, and the
-        failures after it (the reopen refused) wait as any failures in a row do, not counted on from there: a restart
-        storm's refusals do not pile onto the throttle. A clean end counts for neither: it is reopened at once."""
-        if worked:
-            self._very_short_ends = 0
-        if open_s >= STAYED_OPEN_S:
-            self._in_a_row.reset()
-            self._short_lived = 0
-        elif worked:
-            self._in_a_row.reset()
-            if broken:
-                self._short_lived += 1
-                if (churned := self._short_lived - SHORT_LIVED_IN_A_ROW) > 0:
-                    self._throttle = churned + 1
-                    self._log.debug("%s: %d watches in a row broke within %g s of opening; waiting longer each time "
-                                    "until one stays open", self._name, self._short_lived, STAYED_OPEN_S)
-
     def _healthy(self) -> None:
-        """The watch worked: open `SHORT_WATCH_S` or `STAYED_OPEN_S` (a timer's callback) or its first event handed
+        """The watch worked: open `SHORT_WATCH_S` or `STAYED_OPEN_S` (`OpenWatch`'s timers) or its first event handed
         over. Nothing it raises may escape: the owner's `on_works` failing is a bug to say, and the loop goes on."""
         try:
             self._works()
@@ -322,7 +245,7 @@ class ListWatch:
     async def _watch(self, version: str) -> tuple[str, bool]:
         """Follow one watch request until the server ends it; returns the newest resourceVersion seen and
         whether the watch worked (`SHORT_WATCH_S` open or an event handed over, a BOOKMARK too), which it has
-        told (`_healthy`) as soon as it did."""
+        told (`_healthy`) as soon as it did (`OpenWatch`)."""
         what = f"watch {self.resource} in {scope_name(self.scope)}"
         call = partial(
             self._endpoint, **self._filters, resource_version=version, allow_watch_bookmarks=True, watch=True,
@@ -330,28 +253,7 @@ class ListWatch:
             _request_timeout=float(self._watch_timeout_s) + self._request_timeout_s,
         )
         response = await open_stream(call, what)
-        opened = time.monotonic()
-        worked = told = False
-
-        def tell() -> None:
-            nonlocal told
-            if not told:
-                told = True
-                self._healthy()
-
-        def healthy() -> None:
-            nonlocal worked
-            if not worked:
-                worked = True
-                if self._short_lived < SHORT_LIVED_IN_A_ROW:  # else only once it stayed open
-                    tell()
-
-        def stayed_open() -> None:  # the counts start again as it ends (`_watch_ended`)
-            healthy()
-            tell()
-
-        loop = asyncio.get_running_loop()
-        timers = (loop.call_later(SHORT_WATCH_S, healthy), loop.call_later(STAYED_OPEN_S, stayed_open))
+        watch = OpenWatch(self._ends, self._healthy)
         broken = True
         try:
             self._established(True)
@@ -366,21 +268,16 @@ class ListWatch:
                     break
                 if line.strip():
                     version = self._apply(line, what) or version
-                    healthy()
+                    watch.healthy()
         except WatchExpiredError:
             broken = False  # the server's word that the version is gone: listed again at once, no break
             raise
         finally:
-            for timer in timers:
-                timer.cancel()
+            watch.stop()
             response.release()
             self._established(False)  # 1 only while a stream is open: not through a pause before the next
-            if (open_s := time.monotonic() - opened) >= STAYED_OPEN_S:  # before the timers said so
-                stayed_open()
-            elif open_s >= SHORT_WATCH_S:
-                healthy()
-            self._watch_ended(worked, open_s, broken=broken)
-        return version, worked  # as the end settled it: a watch open past `SHORT_WATCH_S` whose timer was late worked
+            watch.ended(broken=broken)
+        return version, watch.worked  # as the end settled it: one open past `SHORT_WATCH_S` whose timer was late worked
 
     def _apply(self, line: bytes, what: str) -> str | None:
         """Hand one event to `on_event` (BOOKMARKs only move the version); returns its resourceVersion."""

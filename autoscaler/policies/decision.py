@@ -68,13 +68,15 @@ from autoscaler.policies.signal_profile import DESCRIBED, PROFILES, work_out_pro
 from autoscaler.policies.signals import SIGNAL_GPU, SIGNALS, SignalStats
 from autoscaler.policies.slots import slot_builder
 from autoscaler.policies.smoothing import SmoothState
-from autoscaler.policies.surge_pods import NO_SURGE, counted_as_surge, surge_pods, surge_words
+from autoscaler.policies.surge_pods import NO_SURGE, counted_as_surge, surge_pod_words, surge_pods, surge_words
 from autoscaler.policies.unready_pods import (
+    HELD_KEY_PREFIX,
     NO_CLOCKS,
     UnreadyClocks,
     counted_as_ready,
     held_reasons,
     held_unready,
+    left_out_words,
     say_left_out,
     shown_unready,
 )
@@ -84,6 +86,9 @@ _NOT_FALLING: Final[dict[str, dict[str, float | str]]] = {}
 """No value falling slowly (`RuntimeView.falling`): one shared empty mapping, never written to."""
 _NO_NAMES: Final[frozenset[str]] = frozenset()
 """No pod held not Ready (`RuntimeMemory.unready`): one shared empty set."""
+_AS_KUBERNETES_SAYS: Final[dict[str, tuple[bool, str]]] = {}
+"""No pod counted otherwise than its readiness (`RuntimeView.pods_counted`): one shared empty mapping, never
+written to."""
 
 _MAY_RISE: Final = "data missing on some ready pod; may rise, not fall"
 _MAY_RISE_UNREADY: Final = "a pod not Ready held as missing data (its own line says which); may rise, not fall"
@@ -108,6 +113,7 @@ _view: Final = slot_builder(RuntimeView, (
     "key", "refreshed_at", "window_s", "ready_pods", "fresh_pods", "coverage", "complete", "known", "values",
     "proposals", "winner", "pods", "reason", "consecutive_misses", "current_replicas", "signal_coverage", "held",
     "warnings", "bounds", "warming_up", "fresh_sample_at", "being_deleted", "costs_on_pods", "falling",
+    "pods_counted",
 ))
 _memory: Final = slot_builder(RuntimeMemory, (
     "smoothed", "consecutive_misses", "known", "proposals", "seen", "warned_no_capacity", "models_reported_at",
@@ -181,16 +187,16 @@ def decide(
     policy_terms, bounds = terms_and_bounds(policy)
     agg, pods = examine_pods(snapshot.pods, policy, now, memory.seen, policy_terms)
     unready: tuple[PodSample, ...] = ()
-    unready_names = _NO_NAMES
+    unready_names = left_out = _NO_NAMES
     unready_clocks = NO_CLOCKS
     at = now if running is None else running
     if agg.ready != len(snapshot.pods) or memory.unready_clocks:  # rare: some pod not Ready, or back from it
-        agg, pods, unready, unready_names, unready_clocks = _hold_unready(
+        agg, pods, unready, unready_names, unready_clocks, left_out = _hold_unready(
             snapshot, policy, memory, now, at, policy_terms, agg, pods)
     surge = NO_SURGE
     replicas = snapshot.replicas
     if replicas is not None and agg.ready > replicas:  # a rollout's new pods, Ready before the old go (rare)
-        agg, surge = _leave_out_surge(snapshot, policy, memory, now, policy_terms, agg, unready_names)
+        agg, surge = _leave_out_surge(snapshot, policy, memory, now, policy_terms, agg, unready_names, left_out)
     if (agg.signals[SIGNAL_GPU].absent and snapshot.source_ok and has_no_gpu(agg.signals[SIGNAL_GPU], agg.ready)
             and remembers_gpu(memory.seen, memory.proposals, memory.smoothed)):  # rare: once, as its pods move
         memory = without_gpu(snapshot.key, memory)
@@ -225,8 +231,13 @@ def decide(
                    agg.oldest_sample_at, held, smoothed, values)
     signal_values(agg, known, pods_complete, may_rise, min_coverage, memory.smoothed, at, policy.scale_down_tau_s,
                    held, smoothed, values)
+    pods_counted = _AS_KUBERNETES_SAYS
     if unready:
-        held.update(held_reasons(unready, at, unready_clocks))
+        held_pods = held_reasons(unready, at, unready_clocks)
+        held.update(held_pods)
+        pods_counted = {key[len(HELD_KEY_PREFIX):]: (True, why) for key, why in held_pods.items()}
+    if left_out or surge:  # rare: say on each pod why `ready_pods` does not count it
+        pods_counted = _left_out(pods_counted, left_out, at, unready_clocks, surge, agg.ready, replicas)
 
     warnings: tuple[str, ...] = ()
     no_capacity = known and rec.no_capacity and no_capacity_signal(agg, policy)
@@ -271,6 +282,7 @@ def decide(
         False,  # being_deleted: set by the warm-up step for a runtime being deleted without Ready pods
         {},  # costs_on_pods: set by the refresh from the deletion-cost writer (`RankingWrites.on_pods`)
         _NOT_FALLING,  # falling: set by the refresher for a value in the middle of a slow fall (`slow_fall`)
+        pods_counted,
     )
     seen = next_seen(memory.seen, reported_signals, agg)
     next_memory = _memory(
@@ -290,11 +302,12 @@ def decide(
 def _hold_unready(
     snapshot: RuntimeSnapshot, policy: RuntimePolicy, memory: RuntimeMemory, now: float, at: float,
     policy_terms: tuple[WeightedTerm, ...], agg: Aggregate, pods: PodViews,
-) -> tuple[Aggregate, PodViews, tuple[PodSample, ...], frozenset[str], UnreadyClocks]:
+) -> tuple[Aggregate, PodViews, tuple[PodSample, ...], frozenset[str], UnreadyClocks, frozenset[str]]:
     """For a runtime with a pod not Ready (`unready_pods`): a pod that was serving is held as a Ready pod missing
     its data, so the aggregate and the pod views are made again with it counted (and shown not Ready); the pod
-    held until now and left out is said once. The aggregate, the pod views, the pods held, their names and the
-    hold's clocks; `agg` and `pods` as given when no pod is held."""
+    held until now and left out is said once. The aggregate, the pod views, the pods held, their names, the
+    hold's clocks and the Ready pods counted as not Ready (back past the bound with no fresh rate read); `agg`
+    and `pods` as given when no pod is held or left out."""
     unready, unready_clocks, left_out = held_unready(snapshot.pods, now, at, memory.unready_clocks,
                                                      policy.max_staleness_s)
     unready_names = _NO_NAMES
@@ -305,23 +318,44 @@ def _hold_unready(
         pods = shown_unready(pods, unready_names)
     if memory.unready_clocks:  # a pod held until now and left out past the bound: said once
         say_left_out(snapshot.key, memory.unready_clocks, unready_clocks, at)
-    return agg, pods, unready, unready_names, unready_clocks
+    return agg, pods, unready, unready_names, unready_clocks, left_out
 
 
 def _leave_out_surge(
     snapshot: RuntimeSnapshot, policy: RuntimePolicy, memory: RuntimeMemory, now: float,
-    policy_terms: tuple[WeightedTerm, ...], agg: Aggregate, unready_names: frozenset[str],
+    policy_terms: tuple[WeightedTerm, ...], agg: Aggregate, unready_names: frozenset[str], left_out: frozenset[str],
 ) -> tuple[Aggregate, tuple[str, ...]]:
     """For a runtime with more Ready pods than its Deployment's replicas (`surge_pods`): the aggregate without the
     idle pods beyond the replicas, and their names; `agg` as given when none is idle.
 
+    The pods held (`unready_names`) stay counted and those `left_out` by the hold (Ready again with no fresh rate
+    read past its bound) stay left out, and are no surge candidates: made again from the snapshot, the aggregate
+    counted a crash-looping pod left out as a stale Ready pod again, which held the values for good mid-rollout.
+
     The pod views stay those with every pod counted: an idle pod's share of the power-mean sum is 0 either way, and
     ranked among the pods, a surge pod is written its deletion cost as the least needed (left out of the ranking, it
     kept the cost last written on it, however high, while the writer said the costs were on the pods)."""
-    surge = surge_pods(snapshot.pods, agg.ready, snapshot.replicas)
+    candidates = counted_as_ready(snapshot.pods, _NO_NAMES, left_out) if left_out else snapshot.pods
+    surge = surge_pods(candidates, agg.ready, snapshot.replicas)
     if surge:
         counted = counted_as_surge(snapshot.pods, surge)
-        if unready_names:
-            counted = counted_as_ready(counted, unready_names)
+        if unready_names or left_out:
+            counted = counted_as_ready(counted, unready_names, left_out)
         agg = examine_pods(counted, policy, now, memory.seen, policy_terms)[0]
     return agg, surge
+
+
+def _left_out(
+    pods_counted: dict[str, tuple[bool, str]], left_out: frozenset[str], at: float, clocks: UnreadyClocks,
+    surge: tuple[str, ...], ready: int, replicas: int | None,
+) -> dict[str, tuple[bool, str]]:
+    """`pods_counted` (the held pods', or the shared empty one) with each Ready pod that `ready_pods` does not
+    count, and why: back past the hold's bound with no fresh rate read (`unready_pods`), or a rollout's surge
+    (`surge_pods`; `ready` counts the pods the values count, without the surge)."""
+    counted = dict(pods_counted)
+    for name in left_out:
+        counted[name] = (False, left_out_words(name, at, clocks))
+    if surge:
+        words = surge_pod_words(ready + len(surge), replicas or 0)
+        counted.update((name, (False, words)) for name in surge)
+    return counted

@@ -62,3 +62,11 @@ def surge_words(surge: Sequence[str], ready: int, replicas: int) -> str:
     """Why the values leave out these pods, for /debug's reason."""
     return (f"left out as surge: {', '.join(surge)} ({ready} Ready pods, the Deployment's replicas {replicas}; "
             f"Ready beyond the replicas and serving nothing, as a rollout's new pods are)")
+
+
+def surge_pod_words(ready: int, replicas: int) -> str:
+    """Why the values leave out one surge pod, for its own `reason` in /debug's `pods`, where it shows `ready: true`
+    and `counted: false`: the pod list showed 7 pods Ready beside `ready_pods` 4, and no pod said which 3 were not
+    counted."""
+    return (f"left out as surge: Ready beyond the Deployment's replicas {replicas} ({ready} Ready pods) and serving "
+            f"nothing, as a rollout's new pods are; not counted in `ready_pods`, the values or any term's n")

@@ -19,7 +19,8 @@ between restarts (its ModelMesh failing, no request rate read), and the pod watc
 The 5 minutes started over at each blip, and during it the pod was a Ready pod missing its data, held with no
 limit: the values never fell. So a pod Ready again with no request rate read since its last good sample keeps
 its spell's clock (the "missing on a Ready pod" hold counts toward the same 5 minutes), past them it is left out
-Ready or not, and it counts again once it reports a fresh rate.
+Ready or not, and it counts again once it reports a fresh rate. Left out while Ready, /debug shows it `ready: false`
+beside kubectl's Ready, so its row says why (`left_out_words`), as a held pod's says its `held` words.
 
 The time is counted on the running clock (`autoscaler.running_clock`), as the slow fall's is, not on the wall
 clock: `unready_since` is a wall-clock time (when the watch saw the change, or the Ready condition's
@@ -128,15 +129,28 @@ def shown_unready(views: PodViews, held: Collection[str]) -> PodViews:
 
 def held_reasons(pods: Iterable[PodSample], at: float, clocks: UnreadyClocks) -> dict[str, str]:
     """Each held pod's entry in the view's `held`: why nothing falls, and until when."""
-    reasons: dict[str, str] = {}
-    for pod in pods:
-        rps = pod.requests_per_second
-        serving = f"was serving {rps:.4g} req/s" if rps is not None else "no load read from it yet"
-        reasons[f"{HELD_KEY_PREFIX}{pod.name}"] = (
-            f"not ready for {not_ready_for(pod, at, clocks):.0f} s ({serving}); counted as missing data, values may "
+    return {f"{HELD_KEY_PREFIX}{pod.name}": held_words(pod, at, clocks) for pod in pods}
+
+
+def held_words(pod: PodSample, at: float, clocks: UnreadyClocks) -> str:
+    """Why a pod not Ready is counted as a Ready pod missing its data, and until when: its entry in the view's
+    `held`, and its own `reason` in /debug's `pods`, where it shows `ready: false` and `counted: true`."""
+    rps = pod.requests_per_second
+    serving = f"was serving {rps:.4g} req/s" if rps is not None else "no load read from it yet"
+    return (f"not ready for {not_ready_for(pod, at, clocks):.0f} s ({serving}); counted as missing data, values may "
             f"rise, not fall, until it is Ready with a fresh rate read, deleted, or not ready for "
             f"{NOT_READY_HOLD_S:.0f} s")
-    return reasons
+
+
+def left_out_words(name: str, at: float, clocks: UnreadyClocks) -> str:
+    """Why a pod Ready in Kubernetes is counted as not Ready (back from a spell past the bound, no fresh rate read
+    since): its `reason` in /debug's `pods`, where it shows `ready: false` while kubectl shows it Ready. Without
+    it a user saw the two disagree and no word; the INFO line that said so came once, minutes before."""
+    clock = clocks.get(name)
+    away = 0.0 if clock is None else max(0.0, at - clock[1])
+    return (f"Ready, but no fresh request rate read since it stopped being Ready {away:.0f} s ago (over "
+            f"{NOT_READY_HOLD_S:.0f} s; a crash loop's moments of Ready bring none): counted as not Ready, left out "
+            f"of the values as a pod that serves nothing, until it reports a fresh rate")
 
 
 def say_left_out(key: RuntimeKey, before: UnreadyClocks, clocks: UnreadyClocks, at: float) -> None:

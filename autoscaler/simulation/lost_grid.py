@@ -2,7 +2,7 @@
 pattern.
 
 The rows with requests decide a trace's step; the rows without a value (`LostScrapes`) state one only where those
-state none (trace.py). A 60 s export with every other scrape lost has its values 120 s apart and NaN rows on the
+state none (lost_readings.py). A 60 s export with every other scrape lost has its values 120 s apart and NaN rows on the
 minutes between: read at 120 s, each row's minute of requests was spread over two, half the load in the minute it
 came (a replay then under-provisions). Letting every lost row state the step read a 15 s trace at 7.5 s where one
 lost row fell between two values: a lone row off the values' grid is as likely a series at its own offset or a
@@ -31,7 +31,8 @@ MIN_FILLED: Final = 3
 """The fewest lost rows' times that fill a finer grid: one or two beside the values state no regular grid (the 15 s
 trace read at 7.5 s had one), three one finer step apart do state one, from their own gaps."""
 TOLERANCE: Final = 1e-6
-"""How far from a grid time, in steps of the grid, a row still sits on it (as `_checked` reads a trace's rows)."""
+"""How far from a grid time, in steps of the grid, a row still sits on it (as trace_grid.py's `_checked` reads a
+trace's rows)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,7 +57,7 @@ class LostScrapes:
     them, and a trace that is nothing but such rows is refused (`refusal`). Such a row decides nothing of the
     trace: one beside a value of its model and time (Grafana merging two series, one of which lost the scrape)
     leaves the value, and one off the step (a series scraped at its own offset) is counted, not refused for its
-    time; their timestamps state a step where the rows with requests alone state none (trace.py: the one lost
+    time; their timestamps state a step where the rows with requests alone state none (lost_readings.py: the one lost
     scrape a step after the first row of a sparse export), and a finer one only where they fill its grid
     (lost_grid.py: a 60 s export with every other scrape lost). A model whose every row is one is named: it went
     without a word."""

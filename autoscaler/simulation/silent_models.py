@@ -87,7 +87,7 @@ def silent_model_notes(trace: Trace, lines: np.ndarray, lost: LostCells = NO_CEL
 
 def _line_of(trace: Trace, lines: np.ndarray, slot: int, model: int) -> int:
     """The file line of the trace's row of `model` in interval `slot`: its rows are in time, then model order
-    (trace.py's `_in_order`), one a model and interval."""
+    (trace_grid.py's `in_order`), one a model and interval."""
     lo, hi = np.searchsorted(trace.slot, [slot, slot + 1])
     return int(lines[int(lo) + int(np.searchsorted(trace.model[lo:hi], model))])
 

@@ -10,10 +10,12 @@ lost_grid.py); rows of a stretch at a coarser step (an export whose step changed
 the interval, so that each is replayed over its own step (coarse_steps.py's `spread_coarse_rows`), and times
 with a float's noise in their last digits are read rounded to the millisecond.
 
-Opening the file and what one field may hold: trace_file.py; what the rows as a whole are warned about or
-refused for (gaps, a changed step, a counter's running total, two time origins): trace_checks.py; a table of
-a row per model and a column per minute (Azure Functions' trace as it comes): trace_minutes.py. The replay's
-buckets: trace_buckets.py; a trace written back: trace_write.py; the synthetic generator: synthetic_trace.py.
+Opening the file and what one field may hold: trace_file.py; the rows put in order on the inferred grid, and
+refused where they are off it: trace_grid.py; the readings the rows without a value make possible:
+lost_readings.py; what the rows as a whole are warned about or refused for (gaps, a changed step, a counter's
+running total, two time origins): trace_checks.py; a table of a row per model and a column per minute (Azure
+Functions' trace as it comes): trace_minutes.py. The `Trace` itself: trace_arrays.py. The replay's buckets:
+trace_buckets.py; a trace written back: trace_write.py; the synthetic generator: synthetic_trace.py.
 """
 
 from __future__ import annotations
@@ -26,34 +28,24 @@ import math
 import os
 import sys
 from array import array
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import numpy as np
 
 from autoscaler.simulation.coarse_steps import coarse_stretches, spread_coarse_rows, step_notes
 from autoscaler.simulation.local_time import repeated_hour_problem
-from autoscaler.simulation.lost_grid import finer_grid
+from autoscaler.simulation.lost_readings import refined_by_lost, stated_by_lost
 from autoscaler.simulation.lost_scrapes import LostScrapes
 from autoscaler.simulation.memory_room import MemoryWatch
 from autoscaler.simulation.missing_intervals import missing_notes
-from autoscaler.simulation.off_grid import off_grid_problem
-from autoscaler.simulation.scrape_times import scatter_problem
 from autoscaler.simulation.silent_models import silent_model_notes
 from autoscaler.simulation.standard_input import STDIN as STDIN  # its importers keep their import
 from autoscaler.simulation.standard_input import STDIN_NAME as STDIN_NAME
 from autoscaler.simulation.standard_input import input_name, opened
-from autoscaler.simulation.timestamps import moment_text, zoneless
-from autoscaler.simulation.trace_checks import (
-    QUIET_GAP_S,
-    counter_notes,
-    gap_notes,
-    interval_problem,
-    mostly_gap,
-    repeated_problem,
-    stray_allowance,
-    strays,
-)
+from autoscaler.simulation.timestamps import zoneless
+from autoscaler.simulation.trace_arrays import Trace
+from autoscaler.simulation.trace_checks import QUIET_GAP_S, counter_notes, gap_notes
 from autoscaler.simulation.trace_file import (
     HEADER,
     LATEST_S,
@@ -61,46 +53,18 @@ from autoscaler.simulation.trace_file import (
     MIN_INTERVAL_S,
     PROGRESS_ROWS,
     TraceError,
-    by_name,
     columns,
     minute_columns,
     number_field,
     numbered_rows,
     timestamp_field,
 )
+from autoscaler.simulation.trace_grid import from_rows, in_order
 from autoscaler.simulation.trace_head import sampled
 from autoscaler.simulation.trace_minutes import MINUTE_S, read_minutes
 from autoscaler.simulation.trace_opening import gzipped, known_size, not_utf8, text_of, unpacking, with_head
 
 __all__ = ["HEADER", "MAX_INTERVAL_S", "MIN_INTERVAL_S", "Trace", "TraceError", "from_rows", "read_csv"]
-
-
-@dataclass(frozen=True, slots=True)
-class Trace:
-    """Rows as arrays: interval index from `start_s`, model index into `models`, and requests."""
-
-    models: tuple[str, ...]
-    start_s: float
-    interval_s: float
-    intervals: int
-    slot: np.ndarray  # int64 interval index of each row
-    model: np.ndarray  # int64 model index of each row
-    requests: np.ndarray  # float64 requests of each row
-    notes: tuple[str, ...] = ()  # what a user should know of how the file was read (columns left out)
-
-    @property
-    def duration_s(self) -> float:
-        return self.intervals * self.interval_s
-
-    @property
-    def total_requests(self) -> float:
-        return float(self.requests.sum())
-
-    def rate_per_interval(self) -> np.ndarray:
-        """Total requests per second in each interval."""
-        return np.bincount(self.slot, weights=self.requests, minlength=self.intervals) / self.interval_s
-
-
 
 
 def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] | None = None, *,
@@ -218,17 +182,17 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[int], None] |
     one_time = bool((valued[0] == valued[0][0]).all())
     if naive and (problem := repeated_hour_problem(valued[0], valued[1], valued[3].item)):
         raise TraceError(f"{name}: {problem}")
-    stated = _stated_by_lost(valued, index, lost, name, spaced) if one_time else None
+    stated = stated_by_lost(valued, index, lost, name, spaced) if one_time else None
     try:
-        trace, ordered_lines = stated or _in_order(valued[0], valued[1], tuple(index), valued[2], name, valued[3],
-                                                   spaced)
+        trace, ordered_lines = stated or in_order(valued[0], valued[1], tuple(index), valued[2], name, valued[3],
+                                                  spaced)
     except TraceError:  # (with one timestamp, the lost rows' reading was tried above: None)
-        stated = ((None if one_time else _stated_by_lost(valued, index, lost, name, spaced))
-                  or _refined_by_lost(valued, index, lost, name, spaced))
+        stated = ((None if one_time else stated_by_lost(valued, index, lost, name, spaced))
+                  or refined_by_lost(valued, index, lost, name, spaced))
         if stated is None:
             raise
         trace, ordered_lines = stated
-    if stated is None and (refined := _refined_by_lost(valued, index, lost, name, spaced)):
+    if stated is None and (refined := refined_by_lost(valued, index, lost, name, spaced)):
         trace, ordered_lines = refined
     # Read: the file's arrays go (16 bytes a row, 32 where the rows were put in order), for the notes' own
     del valued, times, models, counts, lines
@@ -250,187 +214,3 @@ def _blank(row: list[str]) -> bool:
     """A row of nothing: a blank line, or a spreadsheet's ",," under the trace; skipped as no row. Asked only of a
     row that does not read (the usual row makes no call per field)."""
     return not any(field.strip() for field in row)
-
-
-def _stated_by_lost(valued: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], index: dict[str, int],
-                    lost: LostScrapes, name: str,
-                    spaced: Mapping[str, tuple[str, int]]) -> tuple[Trace, np.ndarray] | None:
-    """The trace where the timestamps of the rows without a value state the step that those with requests alone
-    do not (a sparse export whose one row a step after the first was a lost scrape was refused as off a 7-minute
-    step), read with them as rows of 0 then without them; None where it does not read that way either. A row
-    without a value beside a value of its model and time is no repeat (`_in_order`'s `lost_rows`)."""
-    if not lost.lines:
-        return None
-    times, models, counts, lines = valued
-    index = dict(index)  # the lost rows' models join only a reading that takes them
-    extra = np.fromiter((index.setdefault(model, len(index)) for model in lost.models), dtype=np.int64,
-                        count=len(lost.models))
-    lost_rows = np.concatenate([np.zeros(len(times), dtype=bool), np.ones(len(extra), dtype=bool)])
-    try:
-        trace, ordered_lines = _in_order(np.concatenate([times, np.asarray(lost.times)]),
-                                         np.concatenate([models, extra]), tuple(index),
-                                         np.concatenate([counts, np.zeros(len(extra))]), name,
-                                         np.concatenate([lines, np.asarray(lost.lines, dtype=np.int64)]), spaced,
-                                         lost_rows)
-    except TraceError:
-        return None
-    return _without_lines(trace, ordered_lines, lost.lines)
-
-
-def _refined_by_lost(valued: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], index: dict[str, int],
-                     lost: LostScrapes, name: str,
-                     spaced: Mapping[str, tuple[str, int]]) -> tuple[Trace, np.ndarray] | None:
-    """The trace read on the finer grid the lost rows fill (`finer_grid`: a 60 s export with every other scrape
-    lost, its values 120 s apart, read at 120 s spread each minute's requests over two; a 300 s export with two
-    scrapes in three lost and one more lost row off its step, its values 900 s apart, was refused), with the lost
-    rows on it; None where they fill none, or the trace does not read at that step with them."""
-    grid = finer_grid(lost, valued[0], index)
-    if grid is None:
-        return None
-    refined = _stated_by_lost(valued, index, grid.rows, name, spaced)
-    if refined is None or abs(refined[0].interval_s - grid.step_s) > 1e-6 * grid.step_s:
-        return None
-    return refined
-
-
-def _without_lines(trace: Trace, ordered_lines: np.ndarray, dropped: Sequence[int]) -> tuple[Trace, np.ndarray]:
-    """The trace without the rows of these file lines (lost scrapes: read with the others for the step, replayed
-    as no row), and the lines of the rows left. Models left without a row are dropped, and the trace runs from
-    its first row left to its last, as every trace does."""
-    if not dropped:
-        return trace, ordered_lines
-    keep = ~np.isin(ordered_lines, np.asarray(dropped, dtype=np.int64))
-    model, slot = trace.model[keep], trace.slot[keep]
-    present = np.unique(model)
-    renumbered = np.full(len(trace.models), -1, dtype=np.int64)
-    renumbered[present] = np.arange(len(present), dtype=np.int64)
-    before = int(slot.min())
-    return (replace(trace, models=tuple(trace.models[i] for i in present.tolist()),
-                    start_s=trace.start_s + before * trace.interval_s, intervals=int(slot.max()) - before + 1,
-                    slot=slot - before, model=renumbered[model], requests=trace.requests[keep]),
-            ordered_lines[keep])
-
-
-def from_rows(times: list[float], names: list[str], counts: list[float], name: str = "trace",
-              lines: list[int] | None = None) -> Trace:
-    """A Trace from parallel lists; infers and checks the interval. `lines`: the file line of each row, for
-    errors (default: row i on line i + 2, under a header)."""
-    index: dict[str, int] = {}
-    model = np.fromiter((index.setdefault(n, len(index)) for n in names), dtype=np.int64, count=len(names))
-    numbered = np.asarray(lines if lines is not None else range(2, len(names) + 2), dtype=np.int64)
-    return _in_order(np.asarray(times, dtype=np.float64), model, tuple(index), np.asarray(counts, dtype=np.float64),
-                     name, numbered)[0]
-
-
-def _in_order(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: np.ndarray, name: str,
-              lines: np.ndarray, spaced: Mapping[str, tuple[str, int]] | None = None,
-              lost_rows: np.ndarray | None = None) -> tuple[Trace, np.ndarray]:
-    """`_checked` on the rows in one order whatever the file's: models numbered by name (`by_name`), rows by time,
-    then model (sums then come in one order too), and the file lines of the rows so ordered (int64), for the notes.
-    `spaced`: names written with spaces around them (as written, and the first line), for the error they cause.
-    `lost_rows`: which rows are without a value (read for their timestamps alone): no repeat of a row beside them.
-    Times with a float's noise in their last digits are read rounded to the millisecond (`_snapped`). Rows already
-    in that order (a file written by time, its models by name, as `write_csv` writes one) are not copied: the
-    copies and a list of the lines as Python ints were 170 bytes a row at the peak of a big trace's reading."""
-    models, model = by_name(models, model)
-    snapped = _snapped(t)
-    tries: list[tuple[np.ndarray, float | None]] = [(t, None)]
-    if snapped is not None:  # rounded first: as written, a float's noise read as a step of 59.999999 s
-        moved = float(np.abs(snapped - t).max())
-        # said only past a float's own error of the times (2.4e-7 s at the epoch's): no noise of the export's
-        tries.insert(0, (snapped, moved if moved > 2 * float(np.spacing(np.abs(t).max())) else None))
-    as_written: TraceError | None = None
-    for times, noise in tries:
-        rows = None if _ordered(times, model) else np.lexsort((model, times))  # stable: repeats keep file order
-        ordered = lines if rows is None else lines[rows]
-        try:
-            return _checked(_take(times, rows), _take(model, rows), models, counts, name, ordered, spaced or {},
-                            None if lost_rows is None else _take(lost_rows, rows), noise, rows), ordered
-        except TraceError as error:
-            as_written = error  # the last tried: the times as written
-    assert as_written is not None
-    raise as_written
-
-
-def _ordered(t: np.ndarray, model: np.ndarray) -> bool:
-    """Whether the rows are in time, then model order already (repeats of a model and time side by side)."""
-    if len(t) < 2:
-        return True
-    later = t[1:] > t[:-1]
-    if later.all():
-        return True
-    return bool((later | ((t[1:] == t[:-1]) & (model[1:] >= model[:-1]))).all())
-
-
-def _take(values: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-    """`values` in the order of `rows` (None: as they are, not copied)."""
-    return values if rows is None else values[rows]
-
-
-def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: np.ndarray, name: str,
-             lines: np.ndarray, spaced: Mapping[str, tuple[str, int]],
-             lost_rows: np.ndarray | None = None, noise: float | None = None,
-             rows: np.ndarray | None = None) -> Trace:
-    """The Trace of rows as arrays (time, model index into `models`, requests); infers and checks the interval.
-    `counts`: in the order of `rows` (None: of `t`), taken so once the checks' own arrays are gone. `lost_rows`: the
-    rows without a value, left out of the check for a model repeated in an interval. `noise`: how far the times
-    were moved rounding them to the millisecond (`_snapped`), said in a note."""
-
-    def line_of(row: int) -> int:
-        return int(lines[row])
-
-    distinct = np.unique(t)
-    gaps = np.diff(distinct)
-    interval = float(gaps.min()) if len(gaps) else 60.0
-    if len(gaps) and (scatter := scatter_problem(t, model, models, distinct, interval,
-                                                 stray_allowance(len(distinct)), line_of)):
-        raise TraceError(f"{name}: {scatter}")
-    if (problem := interval_problem(distinct, interval)) is not None:
-        raise TraceError(f"{name}: {problem}")
-    if len(gaps) and (problem := mostly_gap(distinct, gaps, interval, t, line_of)):
-        raise TraceError(f"{name}: {problem}")
-    if len(gaps) and (stray := strays(distinct, gaps, interval)) is not None:
-        step, off = stray
-        named = ", ".join(f"line {line_of(int(np.argmax(t == at)))}: timestamp {moment_text(float(at))}" for at in off)
-        raise TraceError(f"{name}: {named} {'is' if len(off) == 1 else 'are'} off the {step:g} s step of the "
-                         f"trace's other {len(distinct) - len(off):,} timestamps; taken for the step, the smallest "
-                         f"gap ({interval:g} s) would replay every row's requests within {interval:g} s: move "
-                         f"{'it' if len(off) == 1 else 'them'} onto the {step:g} s step, or remove "
-                         f"{'it' if len(off) == 1 else 'them'}")
-    start = float(distinct[0])
-    position = t - start  # in place from here: a big trace's arrays are 8 bytes a row each
-    position /= interval
-    slot = np.rint(position).astype(np.int64)
-    position -= slot
-    off = np.abs(position, out=position) > 1e-6
-    del position
-    if (problem := off_grid_problem(distinct, gaps, interval, t, model, off, line_of)) is not None:
-        raise TraceError(f"{name}: {problem}")
-    del off
-    if lost_rows is None:
-        problem = repeated_problem(t, slot, model, models, spaced, line_of)
-    else:
-        kept = np.flatnonzero(~lost_rows)
-        problem = repeated_problem(t[kept], slot[kept], model[kept], models, spaced,
-                                   lambda row: line_of(int(kept[row])))
-    if problem is not None:
-        raise TraceError(f"{name}: {problem}")
-    notes: tuple[str, ...] = () if len(gaps) else (
-        f"the trace has one timestamp, so no step to infer its interval from: taken as {interval:g} s (the requests "
-        f"of each row arrive over {interval:g} s)",)
-    if noise is not None:
-        notes += (f"timestamps up to {noise:.2g} s off the step (the noise of a float's last digits) were read "
-                  "rounded to the millisecond",)
-    return Trace(models, start, interval, int(slot.max()) + 1, slot, model, _take(counts, rows), notes)
-
-
-def _snapped(t: np.ndarray) -> np.ndarray | None:
-    """`t` rounded to the millisecond, for a trace refused as it is: an export through floats writes 60 s rows with
-    a float's noise in their last digits (1764547200.1229990 beside .1230006, refused as "2.38419e-07 s apart ...
-    sum into 1 s intervals"; a lone model's ±1 µs as off the grid, or a stray), and Prometheus times are
-    milliseconds. Read so only where it then reads (`_in_order`): a request log's sub-second times are still told
-    to sum into 1 s, a scraper's jitter of milliseconds to round to its step. None where rounding moves nothing."""
-    snapped: np.ndarray = t * 1000.0
-    np.rint(snapped, out=snapped)
-    snapped /= 1000.0
-    return None if np.array_equal(snapped, t) else snapped

@@ -109,9 +109,10 @@ from autoscaler.sources.prometheus_promql import (
     build_models_query,
     build_queries,
 )
-from autoscaler.sources.prometheus_reader import Answers, PrometheusReader
+from autoscaler.sources.prometheus_reader import PrometheusReader
 from autoscaler.sources.prometheus_round_pods import pod_to_check, seen_pods
 from autoscaler.sources.prometheus_unseen import UnseenRuntimes
+from autoscaler.sources.prometheus_vectors import Answers
 from exporter.flag_values import without_password
 
 log = logging.getLogger(__name__)

@@ -38,8 +38,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from autoscaler.sources.prometheus_check_reads import OutOfTime
 from autoscaler.sources.prometheus_promql import PodRef
-from autoscaler.sources.prometheus_reader import OutOfTime
 
 log = logging.getLogger("autoscaler.sources.prometheus")  # the source's logger: operators filter on one name
 

@@ -12,6 +12,9 @@ Errors: every failure of the library (`prometheus_request`) or of an answer's sh
 with one of the REASON_* values, and fails the whole round: partial answers would be worse than none. A
 well-shaped series with a garbage value is not an error here; `samples.valid_value` tells the source, which leaves
 only that signal absent.
+
+The HTTP session, the parameters every query carries and the token: `prometheus_connection`; each answer read by
+pod, and the series set apart from the values: `prometheus_vectors`; the check's reads: `prometheus_check_reads`.
 """
 
 from __future__ import annotations
@@ -20,35 +23,23 @@ import asyncio
 import concurrent.futures
 import functools
 import logging
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, TypeVar
 
-import requests
-from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
-from autoscaler.sources.cuttable_http import CuttableAdapter
 from autoscaler.sources.exposition import clock_offset
-from autoscaler.sources.prometheus_answers import (
-    REASON_CONNECT,
-    REASON_PARSE,
-    REASON_TIMEOUT,
-    PrometheusSourceError,
-    check_answer,
-)
+from autoscaler.sources.prometheus_answers import REASON_CONNECT, REASON_PARSE, REASON_TIMEOUT, PrometheusSourceError
+from autoscaler.sources.prometheus_check_reads import OutOfTime, read_flags, read_sample_times
+from autoscaler.sources.prometheus_connection import PrometheusConnection
 from autoscaler.sources.prometheus_deadline import round_deadline_s
 from autoscaler.sources.prometheus_instant import CLOCK_QUERY, evaluation_time, pinned
 from autoscaler.sources.prometheus_limits import named
-from autoscaler.sources.prometheus_modelmesh_failing import MODELMESH_FAILING, REASON_LABEL, FailingAnswer, failing_pods
-from autoscaler.sources.prometheus_no_gpu import is_marker
-from autoscaler.sources.prometheus_other_pod import answered
+from autoscaler.sources.prometheus_modelmesh_failing import MODELMESH_FAILING, FailingAnswer, failing_pods
 from autoscaler.sources.prometheus_promql import RECENT_MODELS, PodRef, SignalQuery
-from autoscaler.sources.prometheus_request import ask
-from exporter import names
-from exporter.flag_values import without_password
+from autoscaler.sources.prometheus_vectors import Answers, ModelAnswers, VectorIndex, models_by_pod
 from exporter.pod_identity import PodIdentity
 
 log = logging.getLogger("autoscaler.sources.prometheus")  # the source's logger: operators filter on one name
@@ -58,20 +49,8 @@ T = TypeVar("T")
 _CONNECT_ATTEMPTS: Final = 2
 _CONNECT_RETRY_PAUSE_S: Final = 0.1
 
-Answers = dict[str, dict[PodRef, str]]
-"""One round's raw values: signal field → (namespace, pod) → the value as Prometheus wrote it."""
 
-ModelAnswers = dict[PodRef, dict[str, str]]
-"""The models query's raw values: (namespace, pod) → model id → last-served time as Prometheus wrote it (no
-model at all: the pod publishes the series but served nothing within the window)."""
-
-
-class OutOfTime(Exception):
-    """A read of the scrape-interval check cut by the refresh's deadline or by a read timeout: what it would have
-    told is not known (not absent), and is asked again at a later refresh."""
-
-
-class PrometheusReader:
+class PrometheusReader(VectorIndex):
     """Runs one round of signal queries against Prometheus's HTTP API; owns the HTTP session."""
 
     def __init__(
@@ -93,8 +72,6 @@ class PrometheusReader:
         """See `PrometheusSource`, which passes its settings through; `models_query` (`build_models_query`) and
         `failing_query` (`prometheus_modelmesh_failing`) are run beside the signals' queries, and each may fail
         alone."""
-        self.url = url
-        self.shown_url = without_password(url)
         self.signals = signals
         self.models_query = models_query
         self.models: ModelAnswers | None = None
@@ -114,9 +91,6 @@ class PrometheusReader:
         self._deadline_s = round_deadline_s(timeout_s)
         self._ends_at: float | None = None
         """When the refresh being read must be over, on the event loop's clock (`begin_refresh`)."""
-        self._timeout_s = timeout_s
-        self._token_file = token_file
-        self._token: str | None = None  # the token last read from it
         # One thread per query, owned here: asyncio's default executor has min(32, CPUs + 4) threads for the
         # whole process, 6 on a 2-CPU node, so the nine queries went in two waves and a refresh took twice its
         # slowest query. And a pooled connection each: urllib3 keeps 10 by default, and a round of more queries
@@ -124,12 +98,9 @@ class PrometheusReader:
         self._queries_at_once = len(signals) + 2  # the signals', the recent models' and the failing collectors'
         self._threads = concurrent.futures.ThreadPoolExecutor(max_workers=self._queries_at_once,
                                                               thread_name_prefix="prometheus-query")
-        self._session = requests.Session()
-        self._session.verify = verify
-        self._ca_file = verify if isinstance(verify, str) else None
-        # Proxies' and gateways' answers said as what they are (a login page, refused credentials, a wrong path).
-        self._session.hooks["response"].append(
-            functools.partial(check_answer, query_url=f"{url}/api/v1/query", on_warnings=self._warned))
+        self._connection = PrometheusConnection(url, timeout_s=timeout_s, headers=headers, verify=verify,
+                                                token_file=token_file, retry=retry, pool_size=self._queries_at_once,
+                                                on_warnings=self._warned)
         self.unlabelled: list[str] = []
         """The queries of the last round that answered series without the namespace or pod label (one per series,
         appended from the query threads): Prometheus names them otherwise, and the flags say how."""
@@ -142,30 +113,6 @@ class PrometheusReader:
         self.warnings: list[str] = []
         """What the last round's answers said about themselves (Thanos's partial-response `warnings`), in order,
         without repeats; appended from the query threads."""
-        self._params = {
-            # Prometheus (and Thanos, VictoriaMetrics) stop evaluating when the adapter stops waiting, instead of
-            # working on up to --query.timeout (2 min) on a query nobody reads, nine per refresh. Seconds as a
-            # plain number: Prometheus refuses "0.5s".
-            "timeout": f"{timeout_s:g}",
-            # VictoriaMetrics evaluates a query asked "now" at now - 30 s (-search.latencyOffset) unless told
-            # `nocache=1`: the clock check would read those 30 s as Prometheus's clock being off and move every
-            # time 30 s forward, so values 40 s old would pass for 10 s old. Prometheus, Thanos and Mimir ignore it.
-            "nocache": "1",
-        }
-        # read=False: a read timeout surfaces as requests' ReadTimeout, not as a ConnectionError.
-        retry = retry or Retry(total=0, read=False, raise_on_status=False)
-        self._client = PrometheusConnect(
-            url=self.url,
-            headers=dict(headers or {}),
-            retry=retry,
-            session=self._session,
-            timeout=cast(int, timeout_s),  # hinted int, but passed as is to requests, which takes floats
-        )
-        # In place of the adapter the library mounts for its URL, with the same retries: one whose connections a
-        # round past its deadline shuts (`cuttable_http`), also for a redirect to another host.
-        self._adapter = CuttableAdapter(max_retries=retry, pool_maxsize=self._queries_at_once)
-        for prefix in (self._client.url, "http://", "https://"):
-            self._session.mount(prefix, self._adapter)
         self._round = 0
         """The round being read; moved on when a round is given up, so that its threads start no request."""
 
@@ -173,8 +120,7 @@ class PrometheusReader:
         """Release the HTTP connections and the query threads (a query still reading is cut off)."""
         self._round += 1
         self._threads.shutdown(wait=False, cancel_futures=True)
-        self._adapter.cut()
-        self._session.close()
+        self._connection.close()
 
     def begin_refresh(self) -> float:
         """Start a refresh's deadline, one round's from now, which its round (also a round asked again at once) and
@@ -193,7 +139,7 @@ class PrometheusReader:
 
         Partial answers would be worse than none: a missing GPU query would read as "this pod has no GPU".
         """
-        self._read_token()
+        self._connection.read_token()
         self.warnings, self.unlabelled, self.other_pods, self.no_gpu_collector = [], [], {}, set()
         self.models, self.models_error = None, None
         self.failing, self.failing_error = None, None
@@ -232,38 +178,14 @@ class PrometheusReader:
         """Prometheus's command-line flags as /api/v1/status/flags says them (Thanos Query serves the page too,
         with its own flags); None where nothing says them (Mimir and VictoriaMetrics serve no such page, a proxy
         refuses it). `OutOfTime` where the refresh's deadline or a read timeout cut it (`_bounded`)."""
-        return await self._bounded(self._flags, "reading /api/v1/status/flags")
-
-    def _flags(self) -> dict[str, str] | None:
-        try:
-            response = self._session.get(f"{self.url}/api/v1/status/flags", headers=self._client.headers,
-                                         timeout=self._timeout_s)
-            data = response.json()["data"] if response.status_code == 200 else None
-        except requests.exceptions.Timeout as error:  # before OSError, which it is: slow, not absent
-            raise OutOfTime(f"reading /api/v1/status/flags: no answer within {self._timeout_s:g} s") from error
-        except (PrometheusSourceError, OSError, ValueError, KeyError, TypeError):  # requests' own are OSErrors
-            return None
-        if not isinstance(data, dict):
-            return None
-        return {name: value for name, value in data.items() if isinstance(value, str)}
+        return await self._bounded(functools.partial(read_flags, self._connection), "reading /api/v1/status/flags")
 
     async def sample_times(self, selector: str, window_s: float) -> list[list[float]]:
         """The times of the samples each series of `selector` has in the last `window_s`, read with a range
         selector (which no lookback-delta bounds), a list per series; none where it has none, or the query fails.
         `OutOfTime` where the refresh's deadline or a read timeout cut it (`_bounded`)."""
-        return await self._bounded(functools.partial(self._sample_times, selector, window_s),
+        return await self._bounded(functools.partial(read_sample_times, self._connection, selector, window_s),
                                    "reading the samples' spacing")
-
-    def _sample_times(self, selector: str, window_s: float) -> list[list[float]]:
-        try:
-            result = self._request(f"{selector}[{window_s:.0f}s]", self._params)
-            return [[float(at) for at, _ in series["values"]] for series in result]
-        except PrometheusSourceError as error:
-            if error.reason == REASON_TIMEOUT:  # slow, not absent
-                raise OutOfTime(f"reading the samples' spacing: {error.detail}") from error
-            return []
-        except (ValueError, KeyError, TypeError):
-            return []
 
     async def _bounded(self, ask: Callable[[], T], what: str) -> T:
         """`ask()` in a query thread, within what is left of the refresh's deadline, and cut as a round is past it:
@@ -286,7 +208,7 @@ class PrometheusReader:
         that never time out (an answer trickled a byte at a time), which would hold every thread, and every later
         round would wait behind them."""
         self._round += 1  # the given-up round's threads start no more requests
-        cut = self._adapter.cut()
+        cut = self._connection.cut()
         return PrometheusSourceError(
             REASON_TIMEOUT, f"{what} took longer than {self._deadline_s:.1f} s"
             + (f" (closed the {cut} connections still open)" if cut else ""))
@@ -295,40 +217,21 @@ class PrometheusReader:
         """The round's query parameters, pinned to Prometheus's now (`prometheus_instant`), and its clock offset
         (measured from the send, so it errs towards older data)."""
         asked_at = self._clock()
-        result = self._retrying(round_, CLOCK_QUERY, lambda: self._request(CLOCK_QUERY, self._params))
+        params = self._connection.params
+        result = self._retrying(round_, CLOCK_QUERY, lambda: self._connection.request(CLOCK_QUERY, params))
         evaluated_at = evaluation_time(result)
         self.clock_offset_s = (0.0 if evaluated_at is None
                                else clock_offset(evaluated_at, asked_at, self._clock()))
-        return pinned(self._params, asked_at if evaluated_at is None else evaluated_at)
+        return pinned(params, asked_at if evaluated_at is None else evaluated_at)
 
     def _warned(self, said: Sequence[str]) -> None:
         """`check_answer`'s sink for a partial answer's warnings (list appends are atomic across threads)."""
         self.warnings.extend(warning for warning in said if warning not in self.warnings)
 
-    def _read_token(self) -> None:
-        """Send the token file's token as `Authorization: Bearer`, read every round (a few bytes, every refresh):
-        the kubelet rotates a projected service-account token in place, hourly by default. An empty file is a
-        failed read (a tool rewriting it in place empties it first): it sent `Bearer ` with nothing after it,
-        and kept that as the last token read."""
-        if self._token_file is None:
-            return
-        try:
-            token = self._token_file.read_text(encoding="utf-8").strip()
-            if not token:
-                raise OSError(0, "the file is empty")
-        except OSError as error:  # keep the token last read; with none yet, the round is an outage, said so
-            if self._token is None:
-                raise PrometheusSourceError(REASON_CONNECT, f"cannot read --prometheus-token-file "
-                                            f"{self._token_file}: {error.strerror or error}") from error
-            return
-        if token != self._token:
-            self._client.headers["Authorization"] = f"Bearer {token}"
-            self._token = token
-
     def _query(self, promql: str, round_: int, params: dict[str, str],
                key: Callable[[Mapping[str, str]], Any] | None = None) -> dict[Any, str]:
         """One blocking instant query (run in a worker thread) of round `round_`, keyed by (namespace, pod)."""
-        result = self._retrying(round_, promql, lambda: self._request(promql, params))
+        result = self._retrying(round_, promql, lambda: self._connection.request(promql, params))
         return self._parse(promql, result, key or self._pod_key)
 
     def _retrying(self, round_: int, promql: str, ask: Callable[[], Any]) -> Any:
@@ -353,54 +256,11 @@ class PrometheusReader:
 
     def _query_models(self, promql: str, round_: int, params: dict[str, str]) -> ModelAnswers:
         """The models query (run in a worker thread), as `_query` runs a signal's, indexed by pod then model."""
-        values = self._query(promql, round_, params, key=self._model_key)
-        models: ModelAnswers = {}
-        for (namespace, pod, model), value in values.items():
-            served = models.setdefault((namespace, pod), {})
-            if model:
-                # Interned: every pod and every refresh names the same few models; one string each.
-                served[sys.intern(model)] = value
-        return models
+        return models_by_pod(self._query(promql, round_, params, key=self._model_key))
 
     def _query_failing(self, promql: str, round_: int, params: dict[str, str]) -> FailingAnswer:
         """The failing-collector query (run in a worker thread), as `_query` runs a signal's, indexed by pod."""
         return failing_pods(self._query(promql, round_, params, key=self._failing_key))
-
-    def _failing_key(self, labels: Mapping[str, str]) -> tuple[str, str, str]:
-        return labels[self._ns_label], labels[self._pod_label], labels.get(REASON_LABEL, "")
-
-    def _model_key(self, labels: Mapping[str, str]) -> tuple[str, str, str]:
-        return labels[self._ns_label], labels[self._pod_label], labels.get(names.MODEL_ID_LABEL, "")
-
-    def _request(self, promql: str, params: dict[str, str]) -> Any:
-        """One request of the query API (`prometheus_request.ask`): its failures are `PrometheusSourceError`s."""
-        return ask(self._client, promql, params, url=self.url, shown_url=self.shown_url, ca_file=self._ca_file)
-
-    def _pod_key(self, labels: Mapping[str, str]) -> PodRef:
-        return labels[self._ns_label], labels[self._pod_label]
-
-    def _parse(self, promql: str, result: Any, key: Callable[[Mapping[str, str]], Any]) -> dict[Any, str]:
-        """Check the shape of a vector result and index its raw values (validated on join)."""
-        if not isinstance(result, list):
-            raise PrometheusSourceError(REASON_PARSE, f"{promql}: result is {type(result).__name__}")
-        values: dict[Any, str] = {}
-        for item in result:
-            try:
-                labels, value = item["metric"], item["value"]
-                claimed = answered(labels, self._ns_label, self._pod_label) if isinstance(labels, dict) else None
-                if claimed is not None:  # not a value: the series' exporter is another pod's
-                    self.other_pods[self._pod_key(labels)] = claimed
-                    continue
-                if isinstance(labels, dict) and is_marker(labels):  # not a value: the pod has no GPU collector
-                    self.no_gpu_collector.add(self._pod_key(labels))
-                    continue
-                values[key(labels)] = value[1]
-            except (KeyError, IndexError, TypeError) as error:
-                if isinstance(item, dict) and isinstance(item.get("metric"), dict) and "value" in item:
-                    self.unlabelled.append(promql)  # a series without namespace/pod labels: not a pod we can join
-                    continue
-                raise PrometheusSourceError(REASON_PARSE, f"{promql}: bad item {item!r}") from error
-        return values
 
 
 async def _outcome(future: asyncio.Future[T] | None) -> T | BaseException | None:

@@ -26,6 +26,7 @@ import aiohttp
 from autoscaler.simulation.hpa_spec import DEFAULT_SCALE_UP, Behavior, HpaSpec, MetricSpec, ScalingPolicy, ScalingRules
 from tests.api.keda_model import ScaledObjectModel
 from tests.fakes.kube import FakeKubeApi
+from tests.support import modelmesh_serving
 from tests.support.hpa_step import HpaStep
 
 NS = "ml"
@@ -46,10 +47,7 @@ class ModelMeshServing:
     pods_per_runtime: int
 
     def reconcile(self) -> None:
-        runtime = self.kube.stored("servingruntimes", NS, RUNTIME)
-        wanted = runtime["spec"].get("replicas", self.pods_per_runtime)
-        if self.kube.stored("deployments", NS, DEPLOYMENT)["spec"]["replicas"] != wanted:
-            self.kube.set_replicas(NS, DEPLOYMENT, wanted)
+        modelmesh_serving.reconcile(self.kube, NS, RUNTIME, DEPLOYMENT, pods_per_runtime=self.pods_per_runtime)
 
 
 @dataclass

@@ -262,9 +262,11 @@ async def other_writer(kube: FakeKubeApi, name: str, replicas: int, seconds: flo
     return writes
 
 
-def controller_beat(runtime: JSON, beat: int) -> None:
-    """The modelmesh-serving controller's write of a runtime's annotations (and status): replicas untouched."""
-    runtime["metadata"].setdefault("annotations", {})["modelmesh-serving/beat"] = str(beat)
+def annotated(runtime: JSON, beat: int) -> None:
+    """Another write of the runtime that leaves its replicas as they are: an annotation (a user's `kubectl
+    annotate`, a GitOps tool's sync). The modelmesh-serving controller itself never writes a ServingRuntime; the
+    watch also hands every runtime over again each time it lists them (after an expired version or a failure)."""
+    runtime["metadata"].setdefault("annotations", {})["example.com/beat"] = str(beat)
 
 
 def runtime_patches(kube: FakeKubeApi, name: str) -> int:
@@ -272,11 +274,11 @@ def runtime_patches(kube: FakeKubeApi, name: str) -> int:
     return sum(1 for r in kube.requests if r.method == "PATCH" and r.resource == "servingruntimes" and r.name == name)
 
 
-async def test_the_controllers_writes_during_a_refused_set_back_do_not_try_it_again(
+async def test_other_writes_during_a_refused_set_back_do_not_try_it_again(
     kube: FakeKubeApi, kube_client: KubeClient
 ) -> None:
-    """As above, with the controller's write coming while the refused set-back is still on its way (a loaded
-    adapter: its reads and write take longer than the controller's beat). That event was handed over before the
+    """As below, with another write of the runtime (replicas untouched) coming while the refused set-back is still
+    on its way (a loaded adapter: its reads and write take longer). That event was handed over before the
     refusal was known, and the next pass tried the set-back again at once (a CI run under load: 2 refused PATCHes
     where one is due before the resync)."""
     fleet(kube, 1)
@@ -291,11 +293,11 @@ async def test_the_controllers_writes_during_a_refused_set_back_do_not_try_it_ag
     kube.forbid("patch", "servingruntimes")
     kube.clear_requests()
 
-    def controller_writes_meanwhile() -> None:
-        kube.update_object("servingruntimes", NS, rt(0), partial(controller_beat, beat=1))
+    def annotated_meanwhile() -> None:
+        kube.update_object("servingruntimes", NS, rt(0), partial(annotated, beat=1))
         runtimes.hand_over_all()
 
-    kube.on_request(r"/servingruntimes/rt00$", controller_writes_meanwhile, method="PATCH")
+    kube.on_request(r"/servingruntimes/rt00$", annotated_meanwhile, method="PATCH")
     hand_edit(kube, rt(0), 2)
     runtimes.hand_over_all()
     for _ in range(3):  # the passes the bridge's loop runs while hand-overs wait
@@ -402,13 +404,13 @@ async def test_a_tool_fighting_every_runtime_at_once_is_one_warning(
     assert f"{NS}/{rt(0)} (2, asked 3)" in fights[0] and "and 2 more" in fights[0], fights[0]
 
 
-async def test_a_refused_set_back_waits_for_its_retry_whatever_the_runtimes_controller_writes(
+async def test_a_refused_set_back_waits_for_its_retry_whatever_else_is_written_to_the_runtime(
     kube: FakeKubeApi, kube_client: KubeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The set-back of a hand edit is refused (RBAC 403 on patch; an admission webhook's 422 alike), and the
-    modelmesh-serving controller writes the runtime's annotations every 50 ms (replicas untouched). Each of its
-    events tried the write again: 60 refused PATCHes a minute a runtime at one write a second. Now one, then the
-    retry's own schedule (the resync, 15 s)."""
+    runtime's annotations are written every 50 ms (replicas untouched: `annotated`). Each of its events tried the
+    write again: a refused PATCH an event, however often they come, where the refusal changes only when someone
+    fixes it. Now one, then the retry's own schedule (the resync, 15 s)."""
     fleet(kube, 3)
     bridge = ReplicaBridge(kube_client, namespaces=[NS])  # the default resync, 15 s
     handed = HandedOver(bridge, monkeypatch)
@@ -421,7 +423,7 @@ async def test_a_refused_set_back_waits_for_its_retry_whatever_the_runtimes_cont
         await eventually(lambda: runtime_patches(kube, rt(1)) >= 1)  # the set-back, refused
         for beat in range(30):
             await asyncio.sleep(0.05)
-            kube.update_object("servingruntimes", NS, rt(1), partial(controller_beat, beat=beat))
+            kube.update_object("servingruntimes", NS, rt(1), partial(annotated, beat=beat))
         await handed.caught_up(kube, rt(1))  # the last beat handed over
         await asyncio.sleep(0.1)  # and no write follows it
     assert runtime_patches(kube, rt(1)) == 1

@@ -181,3 +181,48 @@ def test_the_status_selector_selects_the_same_pods_as_the_deployments_selector(
     parsed = parse_label_selector(text)  # the fake API server's parser, after Kubernetes' labels.Parse
 
     assert all(r.matches(labels) for r in parsed) == _selects(selector, labels)
+
+
+CLASS_HPA: JSON = {"metadata": {"annotations": {"serving.kserve.io/autoscalerClass": "hpa"}}, "spec": {}}
+ONE_PATCH = ("kubectl -n ml patch servingruntime triton --type merge -p '{\"metadata\":{\"annotations\":"
+             "{\"serving.kserve.io/autoscalerClass\":null}},\"spec\":{\"replicas\":%s}}'")
+
+
+@pytest.mark.parametrize("running", [1, 3, 17])
+def test_a_class_conflict_gives_the_one_patch_that_keeps_the_running_replicas(running: int) -> None:
+    """The annotation removed alone, modelmesh-serving sets the Deployment to podsPerRuntime at once: the message
+    ends with the command that removes it and sets spec.replicas to what runs, in one patch."""
+    deployment = {**DEPLOYMENT, "spec": {**DEPLOYMENT["spec"], "replicas": running}}
+    outcome = verdict(scale(replicas=None), CLASS_HPA, deployment)
+
+    assert (outcome.ready, outcome.reason) == (False, "AutoscalerClassConflict")
+    assert outcome.message.endswith(": " + ONE_PATCH % running), outcome.message
+    assert f"Deployment modelmesh-serving-triton runs ({running}) in one patch" in outcome.message
+    assert "publishes no pod selector" in outcome.message
+
+
+def test_a_class_conflict_says_what_a_runtimescale_with_replicas_then_carries() -> None:
+    outcome = verdict(scale(replicas=3), CLASS_HPA, DEPLOYMENT)
+
+    assert "then the bridge carries this RuntimeScale's spec.replicas (3): " + ONE_PATCH % 3 in outcome.message
+
+
+def test_a_class_conflict_without_the_deployment_names_how_to_read_its_replicas() -> None:
+    outcome = verdict(scale(replicas=None), CLASS_HPA, None)
+
+    assert outcome.message.endswith(": " + ONE_PATCH % "N"), outcome.message
+    assert ("N is its spec.replicas (kubectl -n ml get deployment modelmesh-serving-triton -o "
+            "jsonpath='{.spec.replicas}')") in outcome.message
+
+
+def test_a_class_conflict_of_a_runtime_scaled_to_zero_never_sets_it_to_zero() -> None:
+    """At 0 (modelmesh-serving's scale to zero) nothing runs: spec.replicas 0 would keep the runtime at 0 once an
+    InferenceService uses it, so the step is the annotation's removal alone."""
+    idle = {**DEPLOYMENT, "spec": {**DEPLOYMENT["spec"], "replicas": 0}, "status": {"replicas": 0}}
+    outcome = verdict(scale(replicas=None), CLASS_HPA, idle)
+
+    assert '"replicas":' not in outcome.message
+    assert outcome.message.endswith(
+        "scaled to zero (no InferenceService uses the runtime), so no pod goes, and it starts at spec.replicas, "
+        "else podsPerRuntime, which this RuntimeScale adopts when one does: "
+        "kubectl -n ml annotate servingruntime triton serving.kserve.io/autoscalerClass-"), outcome.message

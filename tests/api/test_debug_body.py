@@ -67,3 +67,27 @@ def test_a_non_finite_number_is_null_in_the_debug_bytes_too() -> None:
     document = json.loads(body)
     assert document["coverage"] is None
     assert document["values"]["modelmesh_gpu_busy"] == {"value": None, "raw": 0.5, "timestamp": NOW}
+
+
+@PROPERTIES
+@given(steps=st.lists(st.tuples(st.lists(pods(), max_size=6, unique_by=lambda pod: pod.name).map(tuple),
+                                st.none() | st.integers(0, 6),
+                                st.lists(st.booleans(), min_size=6, max_size=6)), min_size=1, max_size=3),
+       step_s=st.sampled_from([15.0, 200.0]))
+def test_the_pods_counted_otherwise_are_written_as_the_explanation_says(
+        steps: list[tuple[tuple[PodSample, ...], int | None, list[bool]]], step_s: float) -> None:
+    """Pods held not Ready, Ready pods left out past the hold, a rollout's surge pods: each pod's `counted` and
+    `reason` are the same bytes either way, and `ready_pods` counts the pods shown `counted`."""
+    memory = None
+    policy = RuntimePolicy(target_rps_per_pod=40.0)
+    for i, (pods_now, replicas, stopped) in enumerate(steps):
+        now = NOW + step_s * i
+        pods_now = tuple(dataclasses.replace(pod, unready_since=NOW) if not pod.ready and stop else pod
+                         for pod, stop in zip(pods_now, stopped, strict=False))
+        view, memory = decide(RuntimeSnapshot(KEY, pods_now, now, replicas=replicas), policy, memory, now, 30.0)
+        body = debug_body(view)
+        assert body == json.dumps(explanation(view)).encode()
+        document = json.loads(body)
+        counted = [pod for pod in document["pods"] if pod["counted"]]
+        assert document["ready_pods"] == len(counted), (document["ready_pods"], document["pods"])
+        assert all(pod["reason"] == "" for pod in document["pods"] if pod["name"] not in view.pods_counted)

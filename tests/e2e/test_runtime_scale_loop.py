@@ -6,7 +6,8 @@
       -> modelmesh-serving stand-in -> Deployment.spec.replicas -> ReplicaSet stand-in -> pods
 
 The modelmesh-serving stand-in does what the real controller does for a runtime with no autoscaler class: it
-sets the Deployment's replicas from `ServingRuntime.spec.replicas` on every reconcile. The ReplicaSet stand-in
+sets the Deployment's replicas from `ServingRuntime.spec.replicas` on every reconcile
+(`tests/support/modelmesh_serving.py`). The ReplicaSet stand-in
 adds pods and removes them in the ReplicaSet's order (`autoscaler.simulation.replicaset`: not Ready, then the
 lowest pod-deletion-cost, then the newest). Each pod is a loopback address with its own fake ModelMesh and a
 real exporter process; the adapter discovers them through the fake API like in a cluster.
@@ -32,6 +33,7 @@ from autoscaler.names import DELETION_COST_ANNOTATION, ServedMetric
 from autoscaler.simulation.hpa_spec import DEFAULT_SCALE_UP, Behavior, HpaSpec, MetricSpec, ScalingPolicy, ScalingRules
 from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove
 from tests.fakes.kube import FakeKubeApi
+from tests.support import modelmesh_serving
 from tests.support.hpa_step import HpaStep
 from tests.support.processes import Server, all_running, free_port, running, stop
 
@@ -72,13 +74,7 @@ class Cluster:
 
     def modelmesh_serving(self) -> None:
         """Class none: the Deployment's replicas follow ServingRuntime.spec.replicas (podsPerRuntime: 1)."""
-        runtime = self.kube.get("servingruntimes", NS, RUNTIME)
-        deployment = self.kube.get("deployments", NS, DEPLOYMENT)
-        if runtime is None or deployment is None:
-            return
-        wanted = runtime["spec"].get("replicas", 1)
-        if deployment["spec"]["replicas"] != wanted:
-            self.kube.set_replicas(NS, DEPLOYMENT, wanted)
+        if (wanted := modelmesh_serving.reconcile(self.kube, NS, RUNTIME, DEPLOYMENT, pods_per_runtime=1)) is not None:
             self.history.append((time.monotonic(), wanted))
 
     def replica_set(self) -> None:

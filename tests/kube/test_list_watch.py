@@ -19,7 +19,8 @@ import pytest
 from kubernetes.aio.client import ApiClient, Configuration, CoreV1Api
 
 from autoscaler.kube.backoff import exponential_delay
-from autoscaler.kube.list_watch import SHORT_LIVED_IN_A_ROW, SHORT_WATCH_S, STAYED_OPEN_S, ListWatch
+from autoscaler.kube.list_watch import ListWatch
+from autoscaler.kube.watch_ends import SHORT_LIVED_IN_A_ROW, SHORT_WATCH_S, STAYED_OPEN_S
 from tests.fakes.kube import FakeKubeApi, RecordedRequest
 from tests.support.background import in_background
 from tests.support.chatter import chattering_pod

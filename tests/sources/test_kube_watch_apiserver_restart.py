@@ -8,7 +8,7 @@ once it stops accepting requests (after `--shutdown-delay-duration`) it ends eve
 request `503 "apiserver is shutting down"` with `Retry-After: 1` (`--shutdown-send-retry-after`: 429 with
 `Retry-After: 5`), until it stops listening (connection refused). The new one answers watches 429 "storage is
 (re)initializing" until its watch cache is ready, from a fresh list, so an old resourceVersion is 410 Expired. So a
-watch ends "very short" (within a second, nothing in it: `autoscaler.kube.list_watch.SHORT_WATCH_S`) at most once a
+watch ends "very short" (within a second, nothing in it: `autoscaler.kube.watch_ends.SHORT_WATCH_S`) at most once a
 shutdown, the one reopened within the second before it, and never twice in a row: the next is refused, and one on the
 restarted server works. The very-short rule (`ListWatch._very_short`: a failure, said as "streams end as soon as they
 open", from the second since a watch worked) stays silent through it, restart after restart; only the refusals are

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pytest
 
 from autoscaler.kube.backoff import spread_delay
-from autoscaler.kube.list_watch import SHORT_LIVED_IN_A_ROW, STAYED_OPEN_S
+from autoscaler.kube.watch_ends import SHORT_LIVED_IN_A_ROW, STAYED_OPEN_S
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources import kube_pods
 from autoscaler.sources.kube_pods import KubePodDiscovery

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler.sources.prometheus import PrometheusSource
+from autoscaler.sources.prometheus_check_reads import OutOfTime
 from autoscaler.sources.prometheus_lookback import LookbackCheck
-from autoscaler.sources.prometheus_reader import OutOfTime
 from tests.sources.prometheus_stub import series_at
 from tests.sources.static_discovery import StaticDiscovery
 from tests.support.log_lines import catching

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from autoscaler.kube import list_watch
+from autoscaler.kube import watch_ends
 
 NEVER_S = 3600.0
 """Longer than any test: a watch opened under this bar works (or stays open) only by an event it carries."""
@@ -27,6 +27,6 @@ def watches_judged(monkeypatch: pytest.MonkeyPatch, *, works_after_s: float, sta
     """While inside, a watch works once open `works_after_s` (0: as soon as it opens) and stays open once open
     `stays_open_after_s` (`NEVER_S`: none does); the shipped bars again after."""
     with monkeypatch.context() as patch:
-        patch.setattr(list_watch, "SHORT_WATCH_S", works_after_s)
-        patch.setattr(list_watch, "STAYED_OPEN_S", stays_open_after_s)
+        patch.setattr(watch_ends, "SHORT_WATCH_S", works_after_s)
+        patch.setattr(watch_ends, "STAYED_OPEN_S", stays_open_after_s)
         yield

@@ -3,7 +3,7 @@
 
 They go through the store like any write, so watching clients see the events a cluster would send. The fake
 does not run the modelmesh-serving controller: a test that needs one (ServingRuntime.spec.replicas applied to
-the Deployment) runs its own stand-in against the API.
+the Deployment) runs `tests/support/modelmesh_serving.py`'s stand-in against the API.
 """
 
 from __future__ import annotations
