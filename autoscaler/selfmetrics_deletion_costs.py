@@ -28,7 +28,8 @@ class DeletionCostSeries:
     def _add_deletion_cost_series(self) -> None:
         self.pod_deletion_cost = RuntimeGauge(
             "modelmesh_autoscaler_pod_deletion_cost",
-            "The controller.kubernetes.io/pod-deletion-cost this replica last wrote on a pod (the leader only).",
+            "The controller.kubernetes.io/pod-deletion-cost each pod of the runtimes the leader writes for carries, "
+            "as the ReplicaSet reads it: what its pod watch shows, 0 where none (the leader only).",
             ("namespace", "pod"),
         )
         self.deletion_cost_patches = Counter(

@@ -8,7 +8,8 @@ is decided by the pure `autoscaler.actuation.deletion_cost_plan`; this module ru
 - `deletion_cost_due`: which patches a pass sends (urgent runtimes first, costs already in place left out);
 - `deletion_cost_writes`: the PATCHes, paced, with retries, backoff and `Retry-After`;
 - `deletion_cost_news`: the lines about failed writes, once per pass and cause;
-- `deletion_cost_hold`: what the ranking hold asks (`misordered`, `unwritten`, `on_pods`, `hurry_turned`).
+- `deletion_cost_hold`: what the ranking hold asks (`misordered`, `unwritten`, `on_pods`, `hurry_turned`);
+- `deletion_cost_carried`: what `modelmesh_autoscaler_pod_deletion_cost` says, the cost each pod carries.
 
 How (`DeletionCostWriter`): the refresh loop hands each refresh's views, as decided, over through a one-slot
 mailbox (`offer`: the newest views replace older ones; it never waits), and the writer's own task plans and
@@ -31,11 +32,12 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from autoscaler.actuation.cluster_pods import ClusterPods
+from autoscaler.actuation.deletion_cost_carried import carried_costs, publish, withdraw
 from autoscaler.actuation.deletion_cost_due import DuePatches
 from autoscaler.actuation.deletion_cost_foreign import ForeignCosts
 from autoscaler.actuation.deletion_cost_hold import HoldAnswers
 from autoscaler.actuation.deletion_cost_memory import WrittenCosts
-from autoscaler.actuation.deletion_cost_plan import PodId, PodRecord
+from autoscaler.actuation.deletion_cost_plan import PodId, PodPatch, PodRecord
 from autoscaler.actuation.deletion_cost_writes import CostPatches, PodAnnotator
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.ranking_hold import CostsPending
@@ -82,6 +84,7 @@ class DeletionCostWriter:
         5-minute rewrite. `namespaces`: the only ones written in (empty: all), `--namespaces`; a runtime elsewhere
         (a policy-file entry outside them) is served, but its pods are not written."""
         self._metrics = metrics
+        self._namespaces = tuple(namespaces)
         self.settings = settings = settings or WriterSettings()
         self._may_write = may_write
         self._clock = clock
@@ -206,7 +209,8 @@ class DeletionCostWriter:
         # `WrittenCosts`, on the loop). The thread plans and takes out the records
         # of pods gone or created again; their metrics series are removed here, on the loop that renders
         # /metrics.
-        gone, patches = await asyncio.to_thread(self._due.plan, views, now, held)
+        gone, patches, carried = await asyncio.to_thread(self._plan, views, now, held)
+        publish(self._metrics, carried)  # before this pass's writes: each that goes through sets its pod's at once
         self._drop(gone)
         patches = self._due.skip_costs_in_place(patches, now)
         generation = self._generation
@@ -216,6 +220,13 @@ class DeletionCostWriter:
         self._metrics.deletion_cost_passes.inc()
         return sent
 
+    def _plan(self, views: Mapping[RuntimeKey, RuntimeView], now: float, held: frozenset[RuntimeKey]
+              ) -> tuple[list[tuple[PodId, PodRecord]], list[PodPatch], dict[PodId, int]]:
+        """In the pass's thread: the records taken out and the patches due (`DuePatches.plan`), and the cost each
+        pod carries now (`deletion_cost_carried`)."""
+        gone, patches = self._due.plan(views, now, held)
+        return gone, patches, carried_costs(self._memory, views, self._namespaces)
+
     def _drop(self, gone: list[tuple[PodId, PodRecord]]) -> None:
         """Forget pods whose records the plan took out: their series and any failure they held open."""
         for pod, record in gone:
@@ -223,8 +234,7 @@ class DeletionCostWriter:
             self._patches.news.clear(pod)
 
     def _forget(self) -> None:
-        for pod, record in self._memory.records.items():
-            self._patches.remove_series(pod, record)
+        withdraw(self._metrics)
         self._memory.clear()
         self._due.clear()
         self._patches.news.forget()

@@ -109,9 +109,10 @@ def test_a_null_value_is_an_error_to_keda_too_so_it_holds() -> None:
 
 
 def keda_section() -> str:
-    """The KEDA part of docs/operations.md: from its heading to the next heading of the same level."""
+    """The KEDA part of docs/operations.md ("KEDA: what to set ..."; Installing has another heading that names
+    KEDA): from its heading to the next heading of the same level."""
     text = OPERATIONS.read_text()
-    heading = re.search(r"^(#{2,}) [^\n]*KEDA[^\n]*\n", text, re.M)
+    heading = re.search(r"^(#{2,}) KEDA: what to set[^\n]*\n", text, re.M)
     assert heading is not None, "docs/operations.md has no section on KEDA"
     end = re.compile(rf"^#{{1,{len(heading.group(1))}}} ", re.M).search(text, heading.end())
     return text[heading.end():end.start() if end else len(text)]

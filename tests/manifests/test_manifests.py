@@ -189,7 +189,7 @@ def test_kustomization_builds_offline_into_named_objects(directory: Path) -> Non
         assert obj.get("metadata", {}).get("name"), obj
 
 
-@pytest.mark.parametrize("directory", KUSTOMIZATIONS, ids=lambda d: str(d.relative_to(REPO)))
+@pytest.mark.parametrize("directory", (*KUSTOMIZATIONS, KEDA / "component"), ids=lambda d: str(d.relative_to(REPO)))
 def test_each_file_holds_one_object_and_is_listed(directory: Path) -> None:
     kustomization = load_yaml(directory / "kustomization.yaml")
     listed = {r for r in kustomization.get("resources", []) if not r.startswith("..")}

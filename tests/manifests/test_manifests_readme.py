@@ -8,12 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.manifests.support import find, kustomize
+from tests.manifests.support import find, kustomize, load_yaml
 
 REPO = Path(__file__).resolve().parent.parent.parent
 MANIFESTS = REPO / "manifests"
 README = (MANIFESTS / "README.md").read_text()
-FOLDERS = sorted(p.parent for p in MANIFESTS.rglob("kustomization.yaml"))
+KUSTOMIZATION_FILES = sorted(MANIFESTS.rglob("kustomization.yaml"))
+FOLDERS = [p.parent for p in KUSTOMIZATION_FILES if load_yaml(p)["kind"] != "Component"]
+"""What `kubectl apply -k` takes: not a kustomize Component, which only a kustomization adds."""
+COMPONENTS = [p.parent for p in KUSTOMIZATION_FILES if p.parent not in FOLDERS]
 
 # How the table says a kind in words: the RBAC objects together, the CRD by the resource it defines.
 IN_WORDS = {
@@ -45,6 +48,15 @@ def test_every_folder_kubectl_applies_has_a_row() -> None:
     rows = folder_rows()
     missing = [str(f.relative_to(MANIFESTS)) + "/" for f in FOLDERS if str(f.relative_to(MANIFESTS)) + "/" not in rows]
     assert not missing, f"manifests/README.md's table has no row for {missing}"
+
+
+@pytest.mark.parametrize("component", COMPONENTS, ids=lambda f: str(f.relative_to(MANIFESTS)))
+def test_each_component_is_named_in_the_row_of_the_folder_that_holds_it(component: Path) -> None:
+    """examples/keda/component is what a KEDA user adds to an overlay that holds the APIService: the table, where
+    a user picks what to apply, names it."""
+    holder = max((f for f in FOLDERS if f in component.parents), key=lambda f: len(f.parts))
+    row = folder_rows().get(str(holder.relative_to(MANIFESTS)) + "/", "")
+    assert f"`{component.relative_to(holder)}/`" in row, f"the row of {holder.name}/ does not name its component"
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda f: str(f.relative_to(MANIFESTS)))

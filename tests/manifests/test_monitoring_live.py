@@ -260,6 +260,8 @@ async def test_every_recording_rule_records_series(prometheus: PrometheusServer)
             continue
         if "without_exporter" in rule["record"]:  # every runtime here has the sidecar (test_monitoring_runtimes_
             continue                               # without_sidecar.py has one that has not)
+        if "past_stall_limit" in rule["record"]:  # no refresh hangs here (test_monitoring_stalled_replica.py's does)
+            continue
         try:
             await prometheus.wait_for(rule["record"], timeout=10)
         except TimeoutError:
