@@ -67,6 +67,13 @@ class Adapter:
                    if sample.name == "modelmesh_autoscaler_watch_failures_total"
                    and sample.labels.get("watch") == "pods")
 
+    def pod_watch_open(self) -> bool:
+        """Whether the pod watch is open to the adapter (`modelmesh_autoscaler_watch_established`): its answer read,
+        not only open at the fake (a cut before then breaks the request, not a watch)."""
+        registry = self.refresher.metrics.registry
+        return any(sample.value == 1.0 for metric in registry.collect() for sample in metric.samples
+                   if sample.name == "modelmesh_autoscaler_watch_established" and sample.labels.get("watch") == "pods")
+
     async def answer(self) -> tuple[int, str]:
         """Refresh once, then read the runtime's value as the HPA does: the status and the body."""
         await self.refresher.refresh_once()
@@ -78,6 +85,7 @@ class Adapter:
         drop (counted in its metrics) and sent the reopen: the watch is down, nothing has been missed."""
         failures = self.pod_watch_failures()
         await self.kube.wait_for_watches(1, "pods")
+        await eventually(self.pod_watch_open)
         held = self.kube.hold_answer(self.pods_path, method="GET")
         self.kube.end_watches(abort=True)
         await eventually(lambda: self.pod_watch_failures() > failures and held.hits == 1)
@@ -87,7 +95,7 @@ class Adapter:
         """Let the held reopen through; return once the watch is open again."""
         held.release()
         await self.kube.wait_for_watches(1, "pods")
-        await eventually(lambda: self.discovery.healthy)
+        await eventually(lambda: self.pod_watch_open() and self.discovery.healthy)
 
 
 async def exporter_port(aiohttp_server: AiohttpServer) -> int:
@@ -175,6 +183,7 @@ async def test_a_dropped_pod_watch_whose_reopen_is_refused_is_out_of_date_at_onc
     """A reopen the API server answers with a failure (here a 503 of an API server shutting down) is no resumed
     watch: out of date at once, as before, whatever the grace."""
     failures = adapter.pod_watch_failures()
+    await eventually(adapter.pod_watch_open)
     adapter.kube.fail(adapter.pods_path, 503, times=None, method="GET")
     adapter.kube.end_watches(abort=True)
     await eventually(lambda: adapter.pod_watch_failures() >= failures + 2)  # the drop, then its reopen refused

@@ -151,7 +151,8 @@ async def test_watches_broken_again_and_again_read_closed_while_throttled(
     async with chattering_pod(kube, NS, LABELS):
         await subject.start()
         try:
-            await kube.wait_for_watches(1, "pods")
+            await open_to_the_adapter(kube, metrics, subject)  # a cut before then breaks the request, not a watch
+            await asyncio.sleep(0.1)  # and the chatter's events with it: it worked, so its cut is the storm's first
             kube.drop_watches_after = 1
             kube.end_watches(abort=True)
             throttled = SHORT_LIVED_IN_A_ROW + 2  # two reopens past the storm's count
