@@ -19,8 +19,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from autoscaler.model import PodSample, RuntimeView
-from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.runtime_memory import RuntimeMemory
 from tests.policies.builders import NOW, PROPERTIES, pod, snapshot
 
 WINDOW = 30.0
