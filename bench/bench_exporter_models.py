@@ -1,8 +1,9 @@
 """What one `/metrics` scrape costs the exporter as the pod's recently served models grow: 8 and 2,000 by default.
 
 Per model count, two real exporters (`exporter.app.build_app`, served by `exporter.app.run`, `--no-gpu`, the pod's
-identity given) each read the same ModelMesh stand-in once (`tests/exporter/modelmesh_wire.py`, per-model metrics
-on: every model served, so every one is published) and are then scraped between two reads (ModelMesh every hour):
+identity given) each read the same ModelMesh stand-in (`tests/exporter/modelmesh_wire.py`, per-model metrics
+on: every model served after the exporter's first read, so every one is published) and are then scraped with no
+read in between (ModelMesh read twice, then never):
 `rendered` as shipped (ModelMesh's families rendered and gzipped once per read, `exporter.rendered_metrics`), and
 `every scrape`, the same app with that part rendered again at each scrape, as before (the baseline, run in the same
 script so the ratio holds on any machine). The client scrapes as Prometheus does (OpenMetrics, gzip, keep-alive) in
@@ -54,16 +55,32 @@ from tests.support.ports import free_port  # noqa: E402
 
 def serve_child(mode: str, port: int, models: int) -> None:
     """`--serve MODE --models N`: an exporter over a ModelMesh with `models` served, on 127.0.0.1:port."""
+    import asyncio
+
+    import aiohttp
+
     import exporter.app
+    from exporter.collectors.modelmesh import ModelMeshCollector
     from exporter.pod_identity import PodIdentity
     from exporter.rendered_metrics import RenderedMetrics
     from exporter.settings import ExporterSettings
     from tests.exporter.modelmesh_wire import ModelMeshContainer, served_in_a_thread
 
     container = ModelMeshContainer(lambda: START, per_model=True)
-    if models:
-        container.add_models(models)
     container.publish(models=models, lru_time_s=START - 100.0)
+
+    async def two_reads(collector: ModelMeshCollector, interval_s: float) -> None:
+        """The exporter's reads: one at its start, before ModelMesh's first request, as on a new pod (a model
+        counted before it has an unknown time and is not published, `exporter.model_recency`); one with every
+        model served since; then none (ModelMesh every hour, as before)."""
+        async with aiohttp.ClientSession() as session:
+            await collector.scrape_once(session)
+            if models:
+                container.add_models(models)
+            await collector.scrape_once(session)
+        await asyncio.Event().wait()
+
+    ModelMeshCollector.run = two_reads  # type: ignore[method-assign,assignment]
     if mode == "every scrape":
 
         class EveryScrape(RenderedMetrics):

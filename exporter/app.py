@@ -119,9 +119,9 @@ def build_app(settings: ExporterSettings) -> web.Application:
     if settings.identity.labels():  # none given (a sidecar patched before the variables): no series, read as before
         live.append(PodInfoCollector(settings.identity))
     # ModelMesh's families (one series per model served within the horizon: most of the body) are a function of
-    # its last good read, and each read folds a new `window.latest`: rendered once per read and format, the rest
-    # at every scrape (`exporter.rendered_metrics`). Before the others, as they always were.
-    steady = Steady(modelmesh, lambda: modelmesh.window.latest)
+    # its last good read: rendered once per read and format, in a worker thread, the rest at every scrape
+    # (`exporter.rendered_metrics`). Before the others, as they always were.
+    steady = Steady(modelmesh, lambda: modelmesh.reads)
     for collector in (modelmesh, *live):
         registry.register(collector)
     return metrics_app(registry, health, loops, connections, rendered=RenderedMetrics([steady], live))
@@ -130,8 +130,8 @@ def build_app(settings: ExporterSettings) -> web.Application:
 def metrics_handler(registry: CollectorRegistry, gzip_level: int = 6, rendered: RenderedMetrics | None = None,
                     ) -> Handler:
     """`registry`'s exposition, negotiated as prometheus_client's aiohttp handler does (OpenMetrics for Prometheus,
-    else text 0.0.4), gzipped on the event loop when asked; made by `rendered` (`exporter.rendered_metrics`: the
-    part that changes only at a reading rendered once per reading), by default all of `registry` per scrape.
+    else text 0.0.4), gzipped when asked; made by `rendered` (`exporter.rendered_metrics`: the part that changes
+    only at a reading rendered once per reading, in a worker thread), by default all of `registry` per scrape.
 
     A `name[]` filter goes to the library's handler, which renders the families named (a rare, small request).
     The library's handler leaves gzip to aiohttp, and aiohttp hands every body over 4 KiB (ours with a few
@@ -150,7 +150,7 @@ def metrics_handler(registry: CollectorRegistry, gzip_level: int = 6, rendered: 
                 _say_gzip(response)
             return response
         encoder, content_type = choose_encoder(",".join(request.headers.getall(hdrs.ACCEPT, ())))
-        response = web.Response(body=whole.body(encoder, content_type, accepted),
+        response = web.Response(body=await whole.body(encoder, content_type, accepted),
                                 headers={hdrs.CONTENT_TYPE: content_type})
         if accepted:
             _say_gzip(response)

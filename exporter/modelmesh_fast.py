@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from itertools import chain
 from typing import Any, Final, TypeVar
 
@@ -91,16 +91,17 @@ class NarrowReader:
         self._shared: dict[object, Any] = {}
         """The label names, values and (name, value) pairs of those labels, each held once (`_key`)."""
 
-    def series(self, text: str, max_series: int | None = None) -> dict[str, dict[Labels, float]] | None:
+    def series(self, text: str | Sequence[str], max_series: int | None = None,
+               ) -> dict[str, dict[Labels, float]] | None:
         """The series read: sample name → the labels of each of its series, sorted, → its value, in the text's
         order of first appearance; None when a line the library would read is not in the shapes above, a series
         is written twice, or a value is one the caller's checks would refuse (not finite, or negative but for
         `may_be_negative`).
 
-        `text` ends with a newline (the caller refuses a body that does not: cut off). Past `max_series` series it
-        stops reading: TooManySeries."""
-        first = self._first.match(text)
-        lines = chain([first.groups("")] if first is not None else [], self._lines_after_first(text))
+        `text` ends with a newline (the caller refuses a body that does not: cut off); it may come in pieces, each
+        of whole lines (`exporter.body_pieces`), read in turn as if joined. Past `max_series` series it stops
+        reading: TooManySeries."""
+        lines = chain.from_iterable(self._lines((text,) if isinstance(text, str) else text))
         keys, shared = self._keys, self._shared
         series: dict[str, dict[Labels, float]] = {}
         count = 0
@@ -135,16 +136,22 @@ class NarrowReader:
             shared.clear()
         return series
 
-    def _lines_after_first(self, text: str) -> Iterator[tuple[str, str, str, str]]:
-        """The lines after the first, a piece of `SCAN_CHARS` at a time: each regular-expression call holds
-        Python's lock, and only one piece's lines are held at once (all of them at once, as four strings each,
-        were 80 MiB of the 32 MiB body of 80,000 models' series: an outside review's sidecar OOM-killed)."""
-        start, end = 0, len(text)
-        while start < end - 1:
-            cut = text.find("\n", start + SCAN_CHARS)
-            stop = end if cut < 0 else cut + 1  # the piece ends after a line's newline ...
-            yield from self._next.findall(text, start, stop)
-            start = stop - 1  # ... and the next begins at that newline, which `_next` begins with
+    def _lines(self, pieces: Sequence[str]) -> Iterator[list[tuple[str, str, str, str]]]:
+        """The lines the patterns find, a list per regular-expression call, piece after piece (each beginning at a
+        line's start): a piece of `SCAN_CHARS` at a time, as each call holds Python's lock, and only one piece's
+        lines held at once (all of them at once, as four strings each, were 80 MiB of the 32 MiB body of 80,000
+        models' series: an outside review's sidecar OOM-killed)."""
+        for text in pieces:
+            first = self._first.match(text)
+            if first is not None:
+                name, label_text, number, other = first.groups("")
+                yield [(name, label_text, number, other)]
+            start, end = 0, len(text)
+            while start < end - 1:
+                cut = text.find("\n", start + SCAN_CHARS)
+                stop = end if cut < 0 else cut + 1  # the piece ends after a line's newline ...
+                yield self._next.findall(text, start, stop)
+                start = stop - 1  # ... and the next begins at that newline, which `_next` begins with
 
 
 def _key(label_text: str, shared: dict[object, Any]) -> Labels | None:

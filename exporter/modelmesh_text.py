@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -120,7 +120,7 @@ class ModelMeshReading:
         return age if age > 0 else None
 
 
-def parse_modelmesh(text: str, max_series: int = MAX_SERIES_READ) -> ModelMeshReading:
+def parse_modelmesh(text: str | Sequence[str], max_series: int = MAX_SERIES_READ) -> ModelMeshReading:
     """Extract what the exporter needs from ModelMesh's exposition text.
 
     A histogram without any series yet (no request since start: the invoke histogram is labelled, so it
@@ -132,13 +132,14 @@ def parse_modelmesh(text: str, max_series: int = MAX_SERIES_READ) -> ModelMeshRe
 
     The text is read by the narrow reader (`exporter.modelmesh_fast`), which reads what ModelMesh writes, and
     with `prometheus_client`'s parser where it gives up (`parse_with_library`): the same reading either way.
-    A body of more than `max_series` series read is refused (`MAX_SERIES_READ`).
+    A body of more than `max_series` series read is refused (`MAX_SERIES_READ`). `text` may come in pieces of
+    whole lines (`exporter.body_pieces`): the narrow reader reads them as they are, the library joined.
     """
     reading = parse_narrowly(text, max_series)
     return parse_with_library(text, max_series) if reading is None else reading
 
 
-def parse_narrowly(text: str, max_series: int = MAX_SERIES_READ) -> ModelMeshReading | None:
+def parse_narrowly(text: str | Sequence[str], max_series: int = MAX_SERIES_READ) -> ModelMeshReading | None:
     """`parse_modelmesh` by the narrow reader alone; None where it gives up: a line it does not know, a value
     the library's path refuses, or an instance gauge with several series (labelled: not ModelMesh's), whose
     last in the text it does not say."""
@@ -161,10 +162,11 @@ def parse_narrowly(text: str, max_series: int = MAX_SERIES_READ) -> ModelMeshRea
     return _reading(counters, gauges)
 
 
-def parse_with_library(text: str, max_series: int = MAX_SERIES_READ) -> ModelMeshReading:
+def parse_with_library(text: str | Sequence[str], max_series: int = MAX_SERIES_READ) -> ModelMeshReading:
     """`parse_modelmesh` with `prometheus_client`'s parser alone: the fallback, and the reference the narrow
     reader is held to (the path before it)."""
     _check_ends(text)
+    text = text if isinstance(text, str) else "".join(text)
     read = 0
     counters: dict[str, dict[Labels, float]] = {field: {} for field in COUNTER_FIELDS}
     gauges: dict[str, float] = {}
@@ -211,8 +213,9 @@ def _repeated(name: str, labels: Mapping[str, str]) -> ScrapeFailure:
                                              "run together?)")
 
 
-def _check_ends(text: str) -> None:
-    if not text.endswith("\n"):
+def _check_ends(text: str | Sequence[str]) -> None:
+    last = text if isinstance(text, str) else next((piece for piece in reversed(text) if piece), "")
+    if not last.endswith("\n"):
         raise ScrapeFailure(names.REASON_PARSE, "body does not end with a newline (truncated?)")
 
 

@@ -11,17 +11,26 @@ the process's CPU, connection counts, the GPU's few series: all small, and some 
 served stale). The pod's family stays last, where the adapter's fast reader looks for it. The body is byte for byte
 what rendering the whole registry gives. Gzipped, the head's compressed bytes and the compressor's state after them
 are kept (`zlib` `copy()`), and each scrape compresses only the tail: one ordinary gzip stream, as before.
+
+The head is rendered, and compressed, in a worker thread: at 30,000 models that is some 360 ms of CPU (more under
+the sidecar's 200m limit), for which /healthz (the liveness probe) and every other scrape waited on the event loop.
+Scrapes of a format whose head is being rendered wait for that one render, not a render each. A steady collector's
+`collect` must therefore be safe in a thread while the loop takes its next reading (the ModelMesh collector's
+reads a frozen snapshot, `exporter.modelmesh_families`). The tail stays on the loop: small, and live.
 """
 
 from __future__ import annotations
 
+import asyncio
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
+
+from exporter.worker_thread import in_worker_thread
 
 Encoder = Callable[[Collector], bytes]
 """prometheus_client's formatter for one negotiated format (`exposition.choose_encoder`)."""
@@ -34,13 +43,19 @@ MAX_FORMATS: Final = 4
 format at every scrape costs a render each, as before, and no memory beyond this."""
 
 
+GZIP_ON_LOOP_BYTES: Final = 64 << 10
+"""A head this small (64 KiB, some 600 models) is compressed on the event loop, in about a millisecond: less than
+the hop to a thread costs. A larger one is compressed in a worker thread (one of 3 MB, 30,000 models: some 50 ms)."""
+
+
 @dataclass(frozen=True)
 class Steady:
-    """A collector whose families change only with its readings: `reading()` answers the same object (`is`) until
-    the collector takes a new reading, and another one from then on."""
+    """A collector whose families change only with its readings: `reads()` counts them (the head is rendered again
+    when it moves). Its `collect` is called in a worker thread, and must read only what no reading changes after
+    (`exporter.modelmesh_families`)."""
 
     collector: Collector
-    reading: Callable[[], object]
+    reads: Callable[[], int]
 
 
 class _Families:
@@ -54,28 +69,41 @@ class _Families:
             yield from collector.collect()
 
 
-@dataclass
+def _gzip_start(text: bytes, level: int) -> tuple[bytes, zlib._Compress]:
+    """`text` compressed as the start of one gzip stream, and the compressor's state after it."""
+    compressor = zlib.compressobj(level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return compressor.compress(text), compressor
+
+
 class _Head:
-    """The steady head in one format, as of the readings in `readings`."""
+    """The steady head in one format, as of the readings counted in `reads`."""
 
-    readings: tuple[object, ...]
-    text: bytes
-    gzip_level: int
-    _gzipped: bytes | None = None
-    _compressor: zlib._Compress | None = field(default=None, repr=False)
+    def __init__(self, reads: tuple[int, ...], text: bytes, gzip_level: int) -> None:
+        self.reads = reads
+        self.text = text
+        self._gzip_level = gzip_level
+        self._gzip_started: tuple[bytes, zlib._Compress] | None = None
+        self._gzipping: asyncio.Future[tuple[bytes, zlib._Compress]] | None = None
 
-    def gzip(self, tail: bytes) -> bytes:
-        """The gzip stream of `text + tail`: the head compressed at the first call, only the tail after it."""
-        if self._compressor is None:
-            self._compressor = zlib.compressobj(self.gzip_level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-            self._gzipped = self._compressor.compress(self.text)
-        assert self._gzipped is not None
-        compressor = self._compressor.copy()
-        return self._gzipped + compressor.compress(tail) + compressor.flush()
+    async def gzip(self, tail: bytes) -> bytes:
+        """The gzip stream of `text + tail`: the head compressed once (in a worker thread where it is large), only
+        the tail at each call."""
+        if self._gzip_started is None:
+            if len(self.text) <= GZIP_ON_LOOP_BYTES:
+                self._gzip_started = _gzip_start(self.text, self._gzip_level)
+            else:
+                if self._gzipping is None:
+                    self._gzipping = asyncio.ensure_future(
+                        in_worker_thread(_gzip_start, self.text, self._gzip_level))
+                self._gzip_started = await asyncio.shield(self._gzipping)
+        gzipped, compressor = self._gzip_started
+        compressor = compressor.copy()
+        return gzipped + compressor.compress(tail) + compressor.flush()
 
 
 class RenderedMetrics:
-    """The exposition of `steady` then `live`, the steady collectors rendered once per reading and format.
+    """The exposition of `steady` then `live`, the steady collectors rendered once per reading and format, in a
+    worker thread.
 
     `renders` counts the steady head's renders (the bench and the tests read it)."""
 
@@ -85,25 +113,56 @@ class RenderedMetrics:
         self._live = _Families(live)
         self._gzip_level = gzip_level
         self._heads: dict[str, _Head] = {}
+        self._rendering: dict[str, tuple[tuple[int, ...], asyncio.Future[_Head]]] = {}
+        """Per format, the render under way and the readings it renders: the scrapes that need those wait for it,
+        and do not render again."""
         self.renders = 0
 
-    def body(self, encoder: Encoder, content_type: str, gzip: bool) -> bytes:
+    async def body(self, encoder: Encoder, content_type: str, gzip: bool) -> bytes:
         """The body in the format of `content_type` (made by `encoder`), gzipped if `gzip`."""
-        head = self._head(encoder, content_type)
+        head = await self._head(encoder, content_type)
         tail = encoder(self._live)
-        return head.gzip(tail) if gzip else head.text + tail
+        return await head.gzip(tail) if gzip else head.text + tail
 
-    def _head(self, encoder: Encoder, content_type: str) -> _Head:
-        readings = tuple(part.reading() for part in self._steady)
+    async def _head(self, encoder: Encoder, content_type: str) -> _Head:
+        reads = tuple(part.reads() for part in self._steady)
         head = self._heads.get(content_type)
-        if head is not None and len(head.readings) == len(readings) and all(
-                kept is now for kept, now in zip(head.readings, readings, strict=True)):
+        if head is not None and head.reads == reads:
             return head
-        self.renders += 1
-        text = encoder(self._head_families) if self._steady else b""
+        if not self._steady:  # nothing steady: an empty head, no thread
+            return self._keep(content_type, _Head(reads, b"", self._gzip_level))
+        under_way = self._rendering.get(content_type)
+        if under_way is not None and under_way[0] == reads:
+            rendering = under_way[1]
+        else:
+            self.renders += 1
+            rendering = asyncio.ensure_future(in_worker_thread(self._render, encoder, reads))
+            self._rendering[content_type] = (reads, rendering)
+            rendering.add_done_callback(lambda done: self._rendered(content_type, done))
+        # Rendered from readings at least as new as `reads` (one may come while it renders): served as is, and
+        # rendered again at the next scrape if one came. Shielded: a scraper that goes away stops no one's render.
+        return await asyncio.shield(rendering)
+
+    def _render(self, encoder: Encoder, reads: tuple[int, ...]) -> _Head:
+        """The head's text as of `reads` or a later reading (in a worker thread)."""
+        text = encoder(self._head_families)
         if text.endswith(OPENMETRICS_END):
             text = text[:-len(OPENMETRICS_END)]
-        head = _Head(readings, text, self._gzip_level)
+        return _Head(reads, text, self._gzip_level)
+
+    def _rendered(self, content_type: str, rendering: asyncio.Future[_Head]) -> None:
+        """Keep a finished render's head (a failed one is raised in the scrapes that wait for it, and kept by none)."""
+        under_way = self._rendering.get(content_type)
+        if under_way is not None and under_way[1] is rendering:
+            del self._rendering[content_type]
+        if rendering.cancelled() or rendering.exception() is not None:
+            return
+        head = rendering.result()
+        kept = self._heads.get(content_type)
+        if kept is None or kept.reads <= head.reads:  # reads only grow: never an older render over a newer one
+            self._keep(content_type, head)
+
+    def _keep(self, content_type: str, head: _Head) -> _Head:
         self._heads.pop(content_type, None)
         while len(self._heads) >= MAX_FORMATS:
             del self._heads[next(iter(self._heads))]

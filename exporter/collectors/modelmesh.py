@@ -19,7 +19,7 @@ import logging
 import os
 import ssl
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -28,9 +28,11 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from exporter import names
+from exporter.body_pieces import BodyPieces
 from exporter.collectors.health import CollectorHealth
 from exporter.counters import CounterWindow
 from exporter.model_recency import ModelRecency
+from exporter.modelmesh_families import ModelMeshFamilies
 from exporter.modelmesh_text import (
     QUEUE_COUNT,
     REQUESTS,
@@ -40,6 +42,7 @@ from exporter.modelmesh_text import (
     parse_modelmesh,
 )
 from exporter.settings import setting
+from exporter.worker_thread import in_worker_thread
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +50,7 @@ log = logging.getLogger(__name__)
 MAX_BODY_BYTES: Final = 32 << 20
 """The largest ModelMesh answer read (32 MiB). What the exporter asks for (`_ONLY_SAMPLES_READ`) is about 0.4 KiB
 per model with per-model metrics on: some 80,000 models at this size, each of whose series is kept from read to
-read, which peaks near 270-330 MiB resident, inside the sidecar's 512Mi memory limit
+read, which peaks near 255-290 MiB resident, inside the sidecar's 512Mi memory limit
 (manifests/examples/exporter-sidecar-patch.yaml; held by tests/exporter/test_exporter_memory_limit.py). A body
 of shorter lines holds more series in these bytes: the series are bounded too (`MAX_SERIES_READ`). All of
 ModelMesh's output, about 25 KiB per model, passes this at some 1,300 models."""
@@ -118,6 +121,17 @@ counts it in the request histogram when it ends, so a queue count with no reques
 (one request still running at one read is not) is a request histogram the exporter does not find. A series that
 vanishes is refused as a garbled read (`CounterWindow`); one never seen has nothing to lose, and read 0 silently."""
 
+_SERVED_UNKNOWN: Final = (
+    "ModelMesh counted requests of %s models before this exporter's first read (the sidecar restarted while "
+    "ModelMesh ran): when it served them is unknown, so " + names.MODEL_LAST_SERVED_TIMESTAMP + " is left out "
+    "(per-model use not known yet, which the adapter holds the cache term on, not 'served none') until each of them "
+    "is served again, or for %s s (--model-recency-horizon) at most")
+"""Said once, at the first read, where it counted models (`exporter.model_recency`): the family's absence
+explained."""
+_SERVED_KNOWN: Final = (
+    names.MODEL_LAST_SERVED_TIMESTAMP + " is published: each model counted before this exporter's first read is "
+    "served since, or its time is past the %s s horizon (--model-recency-horizon)")
+
 
 class ModelMeshCollector(Collector):
     """Scrapes ModelMesh in the background and publishes the per-pod load and cache metrics.
@@ -155,8 +169,9 @@ class ModelMeshCollector(Collector):
         self._clock = clock
         self._wall_clock = wall_clock
         self._window = CounterWindow(load_window_s, late_s=timeout_s)
-        self._reading: ModelMeshReading | None = None
-        self._lru_age_s: float | None = None
+        self._published: ModelMeshFamilies | None = None
+        """What `collect` serves: the last good read's families, frozen, replaced (not changed) by each read."""
+        self._reads = 0
         self._recency = ModelRecency(model_recency_horizon_s) if model_recency_horizon_s > 0 else None
         self._queue_untimed_told = False
         self._requests_unseen_told = False
@@ -174,8 +189,8 @@ class ModelMeshCollector(Collector):
         try:
             text, at, content_type = await self._fetch(session)
             try:
-                if len(text) >= PARSE_OFF_LOOP_CHARS:
-                    reading = await asyncio.to_thread(self._parse, text)
+                if sum(map(len, text)) >= PARSE_OFF_LOOP_CHARS:
+                    reading = await in_worker_thread(self._parse, text)
                     del text  # up to 32 MiB, not held while the counts are folded in (`MAX_BODY_BYTES`)
                     self._fold(reading, at)
                 else:
@@ -187,7 +202,7 @@ class ModelMeshCollector(Collector):
                 raise
         except ScrapeFailure as failure:
             # Before a first good read (ModelMesh takes tens of seconds to start) there are no values to keep.
-            served = ("keeping last good values" if self._reading is not None
+            served = ("keeping last good values" if self._published is not None
                       else "no ModelMesh series until a read works")
             self._health.failed(names.COLLECTOR_MODELMESH, failure.reason, f"{self._url}: {failure}", served=served)
             return False
@@ -196,11 +211,11 @@ class ModelMeshCollector(Collector):
         self._health.succeeded(names.COLLECTOR_MODELMESH, news=self._window.news)
         return True
 
-    def ingest(self, text: str, at: float) -> None:
+    def ingest(self, text: str | Sequence[str], at: float) -> None:
         """Parse one body read at monotonic time `at` and fold it in; raises ScrapeFailure, changing nothing."""
         self._fold(self._parse(text), at)
 
-    def _parse(self, text: str) -> ModelMeshReading:
+    def _parse(self, text: str | Sequence[str]) -> ModelMeshReading:
         """`parse_modelmesh`, bounded by `max_series` where one was given (else by its own default)."""
         return parse_modelmesh(text) if self._max_series is None else parse_modelmesh(text, self._max_series)
 
@@ -209,10 +224,22 @@ class ModelMeshCollector(Collector):
         risen = self._window.add(reading, at)
         now = self._wall_clock()
         if self._recency is not None:
+            unknown = self._recency.unknown
             self._recency.update(reading, risen, now)
-        # Its gauges are served; its counts live on in the window: held here too, 80,000 models' were 17 MiB more
-        self._reading = dataclasses.replace(reading, counters={})
-        self._lru_age_s = reading.lru_age_at(now)
+            if risen is None and self._recency.unknown:
+                log.info(_SERVED_UNKNOWN, self._recency.unknown, f"{self._recency.horizon_s:g}")
+            elif unknown and not self._recency.unknown:
+                log.info(_SERVED_KNOWN, f"{self._recency.horizon_s:g}")
+        totals = self._window.latest
+        assert totals is not None  # a reading was just added
+        recency = self._recency
+        reports = recency is not None and recency.reports
+        self._published = ModelMeshFamilies(
+            # Its gauges are served; its counts live on in the window: held here too, 80,000 models' were 17 MiB more
+            dataclasses.replace(reading, counters={}), totals, self._window.rates(), reading.lru_age_at(now),
+            recency.horizon_s if recency is not None and reports else None,
+            dict(recency.last_served) if recency is not None and reports else {})
+        self._reads += 1
         if not self._queue_untimed_told and reading.total(REQUESTS) > 0 and reading.total(QUEUE_COUNT) == 0:
             self._queue_untimed_told = True
             log.warning(_QUEUE_UNTIMED, f"{reading.total(REQUESTS):.0f}")
@@ -222,7 +249,7 @@ class ModelMeshCollector(Collector):
             log.warning(_REQUESTS_UNSEEN, f"{reading.total(QUEUE_COUNT):.0f}")
         self._requests_unseen_last = unseen
 
-    async def _fetch(self, session: aiohttp.ClientSession) -> tuple[str, float, str]:
+    async def _fetch(self, session: aiohttp.ClientSession) -> tuple[list[str], float, str]:
         """The body, the time its counters were read (when the response headers arrived), and its content type.
 
         A server that hangs up before answering on a reused keep-alive connection is retried once at once:
@@ -278,22 +305,27 @@ class ModelMeshCollector(Collector):
         return (f"ModelMesh's metrics port serves a self-signed certificate it makes anew at every start: run the "
                 f"exporter with {_INSECURE}; the request stays inside the pod")
 
-    async def _body(self, response: aiohttp.ClientResponse) -> str:
-        """The body as text, read up to `max_body_bytes`: past that it is no ModelMesh output the exporter
+    async def _body(self, response: aiohttp.ClientResponse) -> list[str]:
+        """The body as text in pieces of whole lines (`exporter.body_pieces`: decoded as it comes, never held
+        as bytes and text at once), read up to `max_body_bytes`: past that it is no ModelMesh output the exporter
         can use (what it asks for is about 1 MB for 2,000 models with per-model metrics), and reading on would
         only fill the sidecar's memory (a server that never stops answering reached 1 GB within the 2 s
         timeout)."""
-        body = bytearray()
-        async for chunk in response.content.iter_chunked(1 << 16):
-            body += chunk
-            if len(body) > self._max_body_bytes:
-                raise ScrapeFailure(names.REASON_PARSE, f"body larger than {self._max_body_bytes:,} bytes; stopped "
-                                    "reading (not ModelMesh's metrics, or far more series than any ModelMesh has)")
         encoding = "utf-8"  # as `response.text()` decodes: the declared charset if Python knows it, else UTF-8
         if response.charset:
             with contextlib.suppress(LookupError, ValueError):
-                encoding = codecs.lookup(response.charset).name
-        return body.decode(encoding)
+                name = codecs.lookup(response.charset).name
+                b"".decode(name)  # a text encoding (not a transform such as rot13, which no text is sent in)
+                encoding = name
+        body = BodyPieces(encoding)
+        read = 0
+        async for chunk in response.content.iter_chunked(1 << 16):
+            read += len(chunk)
+            if read > self._max_body_bytes:
+                raise ScrapeFailure(names.REASON_PARSE, f"body larger than {self._max_body_bytes:,} bytes; stopped "
+                                    "reading (not ModelMesh's metrics, or far more series than any ModelMesh has)")
+            body.add(chunk)
+        return body.end()
 
     async def run(self, interval_s: float) -> None:
         """Scrape every `interval_s` until cancelled; an unexpected error is logged and the loop goes on."""
@@ -318,63 +350,13 @@ class ModelMeshCollector(Collector):
             yield GaugeMetricFamily(names.MODEL_RECENCY_HORIZON, "")
             yield GaugeMetricFamily(names.MODEL_LAST_SERVED_TIMESTAMP, "", labels=[names.MODEL_ID_LABEL])
 
+    @property
+    def reads(self) -> int:
+        """How many good reads were folded in: `collect` changes only when this does."""
+        return self._reads
+
     def collect(self) -> Iterable[Metric]:
-        reading, totals, rates = self._reading, self._window.latest, self._window.rates()
-        if reading is None or totals is None:
-            return
-        yield CounterMetricFamily(
-            names.REQUESTS_TOTAL, "Inference requests that ran in this pod; ModelMesh restarts are absorbed.",
-            value=totals[REQUESTS],
-        )
-        if rates is not None:
-            yield GaugeMetricFamily(
-                names.REQUESTS_PER_SECOND, "Requests per second that ran in this pod, over the load window.",
-                value=rates.requests_per_second,
-            )
-            yield GaugeMetricFamily(
-                names.QUEUE_DELAY_SECONDS, "Mean request queue delay over the load window, in seconds.",
-                value=rates.queue_delay_s,
-            )
-            yield GaugeMetricFamily(
-                names.CACHE_MISSES_PER_SECOND, "Model cache misses per second over the load window.",
-                value=rates.cache_misses_per_second,
-            )
-        # No model loaded, or its LRU model just used: no LRU age (docs/design.md), so no series.
-        if self._lru_age_s is not None:
-            yield GaugeMetricFamily(
-                names.LRU_AGE_SECONDS, "Seconds since this pod's least recently used model was last used.",
-                value=self._lru_age_s,
-            )
-        if reading.has_instance_record:  # else a capacity ModelMesh has not published: none, not 0 bytes
-            yield GaugeMetricFamily(
-                names.CACHE_USED_RATIO, "Fraction of the model cache in use, 0..1.",
-                value=min(1.0, reading.used_bytes / reading.capacity_bytes),
-            )
-            yield GaugeMetricFamily(
-                names.CACHE_CAPACITY_BYTES, "Model cache capacity of this pod in bytes.", value=reading.capacity_bytes
-            )
-        # Its model count is true even then: ModelMesh publishes its record when its first model loads.
-        yield GaugeMetricFamily(
-            names.MODELS_LOADED, "Model copies loaded in this pod.", value=reading.models_loaded
-        )
-        # Only with ModelMesh's per-model metrics on: without them no model is known, and there is no series.
-        # With them, the family is declared even with no model served within the horizon: "served none"; and
-        # before ModelMesh's first request too, when it has no counter series at all (`ModelRecency.reports`).
-        # The horizon with them: a reader that counts models within a longer window learns it counts fewer.
-        if self._recency is not None and self._recency.reports:
-            yield GaugeMetricFamily(
-                names.MODEL_RECENCY_HORIZON,
-                "Seconds a model stays in modelmesh_pod_model_last_served_timestamp_seconds after this pod last "
-                "served it (--model-recency-horizon).",
-                value=self._recency.horizon_s,
-            )
-            served = GaugeMetricFamily(
-                names.MODEL_LAST_SERVED_TIMESTAMP,
-                "Unix time of the last ModelMesh read that saw this model served in this pod (its request count "
-                "rose), on the clock of modelmesh_exporter_last_success_timestamp_seconds; a model not served "
-                "within --model-recency-horizon is left out.",
-                labels=[names.MODEL_ID_LABEL],
-            )
-            for model, at in self._recency.last_served.items():
-                served.add_metric([model], at)
-            yield served
+        """The families of the last good read (none before one). Safe in a worker thread while the event loop
+        takes the next read (`exporter.modelmesh_families`): `exporter.rendered_metrics` renders them there."""
+        published = self._published
+        return () if published is None else published.collect()

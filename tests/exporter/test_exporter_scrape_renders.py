@@ -56,8 +56,7 @@ def renders(monkeypatch: pytest.MonkeyPatch) -> Renders:
 @pytest.fixture
 async def container() -> AsyncIterator[tuple[ModelMeshContainer, MetricsPort]]:
     mm = ModelMeshContainer(lambda: 1_800_000_000.0, per_model=True)
-    mm.add_models(MODELS)
-    mm.publish(models=MODELS, lru_time_s=1_800_000_000.0 - 100.0)
+    mm.publish(models=MODELS, lru_time_s=1_800_000_000.0 - 100.0)  # its models served after the exporter's first read
     port = MetricsPort(mm)
     await port.up()
     yield mm, port
@@ -86,10 +85,14 @@ async def test_scrapes_between_two_reads_render_the_models_once_per_format(
                                 modelmesh_interval_s=3600.0, gpu_enabled=False,
                                 identity=PodIdentity("ns", "runtime-a-0", "u-1"))
     client = await aiohttp_client(build_app(settings))
-    for _ in range(200):  # the exporter's first read, at its start
-        if served_models(await scrape(client, None, gzipped=False)) == MODELS:
+    for _ in range(200):  # the exporter's first read, at its start, before ModelMesh's first request
+        if names.MODEL_LAST_SERVED_TIMESTAMP in await scrape(client, None, gzipped=False):
             break
         await asyncio.sleep(0.05)
+    mm.add_models(MODELS)
+    assert renders.collector is not None
+    async with aiohttp.ClientSession() as session:
+        assert await renders.collector.scrape_once(session)  # every model served since: each published
     renders.count = 0
 
     texts = [await scrape(client, accept, gzipped) for _ in range(10) for accept, gzipped in (

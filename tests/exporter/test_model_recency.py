@@ -10,6 +10,7 @@ clock drives ModelMesh and the exporter, so every timestamp below is exact.
 
 from __future__ import annotations
 
+import logging
 import subprocess
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -109,6 +110,7 @@ async def test_the_horizon_is_published_beside_the_models_so_that_a_longer_windo
     and says how long, with the per-model family: none without per-model metrics (there is nothing it bounds),
     nor with the series off."""
     pod = await pod_factory(horizon_s=120.0)
+    await pod.read()  # the baseline read: the exporter reads ModelMesh before its first request
     pod.container.serve(1, model="resnet")
     assert (await pod.read()).horizon_s == 120.0
     gone = await pod.read(200.0)  # nothing served for longer than the horizon: no model left, the horizon still said
@@ -120,24 +122,66 @@ async def test_the_horizon_is_published_beside_the_models_so_that_a_longer_windo
     assert (await off.read()).horizon_s is None
 
 
-async def test_the_first_read_after_the_exporter_starts_counts_every_model_already_served(
+async def test_a_restarted_exporter_says_it_does_not_know_yet_rather_than_that_every_model_was_just_served(
+    pod_factory: PodFactory, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An outside review: after the sidecar alone restarted, every model ModelMesh had counted in its container's
+    life (up to some 80,000 on a pod at the cap) was published as served at the exporter's first read, for a whole
+    horizon: the models used within `target_lru_age_s` (the cache need) and the series count inflated, where the
+    pod had served two models in the last hour. When ModelMesh served what it counted before that read is unknown:
+    the family is left out (per-model use missing, which the adapter holds on, never "none served"), until each
+    of those models is served again or the horizon has passed since that read; then only what the exporter saw
+    served is there."""
+    pod = await pod_factory(horizon_s=600.0)
+    await pod.read()  # the baseline read: nothing served yet
+    for model in ("resnet", "bert", "old-0", "old-1"):
+        pod.container.serve(3, model=model)
+    first = await pod.read()
+    assert set(first.served) == {"resnet", "bert", "old-0", "old-1"}
+
+    pod.clock.now += 3000.0  # the old models go unused for longer than the horizon; resnet and bert stay busy
+    pod.container.serve(1, model="resnet")
+    pod.container.serve(1, model="bert")
+    await pod.start_exporter()  # the sidecar restarts; ModelMesh keeps its counts
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        restarted = await pod.read()
+    assert (restarted.has_family, restarted.horizon_s) == (False, None)  # not: all four served just now
+    assert restarted.last_success is not None
+    said = [r.getMessage() for r in caplog.records if names.MODEL_LAST_SERVED_TIMESTAMP in r.getMessage()]
+    assert len(said) == 1 and "4 models" in said[0] and "600 s" in said[0], said
+
+    for _ in range(3):  # resnet and bert served again: still two models nothing is known of
+        pod.container.serve(1, model="resnet")
+        pod.container.serve(1, model="bert")
+        assert not (await pod.read()).has_family
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        known = await pod.read(600.0)  # the horizon has passed since the first read: what is left is known
+    assert (known.has_family, known.served, known.horizon_s) == (
+        True, {"resnet": restarted.last_success + 15.0, "bert": restarted.last_success + 15.0}, 600.0)
+    assert any(names.MODEL_LAST_SERVED_TIMESTAMP in r.getMessage() for r in caplog.records)
+
+
+async def test_after_a_restart_the_models_it_counted_are_known_once_each_is_served_again(
     pod_factory: PodFactory,
 ) -> None:
-    """The exporter cannot know when ModelMesh served what it counted before the exporter's first read: it takes
-    such a model as served at that read, which keeps the pod's copy counted instead of dropping it on a guess."""
+    """A busy pod's models are all served again within a read or two of the sidecar's restart: known from then
+    on, not an hour later."""
     pod = await pod_factory()
     pod.container.serve(10, model="resnet")
-    first = await pod.read()
-    assert first.served == {"resnet": first.last_success}
-
-    pod.clock.now += 600.0
-    await pod.start_exporter()  # the sidecar restarts; ModelMesh keeps its counts
-    again = await pod.read()
-    assert again.served == {"resnet": again.last_success}
+    pod.container.serve(10, model="bert")
+    assert not (await pod.read()).has_family  # the exporter's first read: when were they served?
+    pod.container.serve(1, model="resnet")
+    assert not (await pod.read()).has_family  # bert's time still unknown
+    pod.container.serve(1, model="bert")
+    known = await pod.read()
+    assert known.last_success is not None
+    assert known.served == {"resnet": known.last_success - INTERVAL_S, "bert": known.last_success}
 
 
 async def test_a_modelmesh_restart_is_neither_served_nor_negative(pod_factory: PodFactory) -> None:
     pod = await pod_factory()
+    await pod.read()  # the baseline read: the exporter reads ModelMesh before its first request
     pod.container.serve(100, model="resnet")
     pod.container.serve(100, model="bert")
     before = await pod.read()
@@ -159,6 +203,7 @@ async def test_a_modelmesh_restart_is_neither_served_nor_negative(pod_factory: P
 
 async def test_a_model_not_served_within_the_horizon_leaves_the_output(pod_factory: PodFactory) -> None:
     pod = await pod_factory(horizon_s=60.0)
+    await pod.read()  # the baseline read: the exporter reads ModelMesh before its first request
     pod.container.serve(5, model="resnet")
     pod.container.serve(5, model="bert")
     stamped = (await pod.read()).served["resnet"]
@@ -224,6 +269,7 @@ async def test_without_per_model_metrics_an_idle_pod_says_nothing_from_its_first
 
 async def test_with_per_model_metrics_a_restarted_modelmesh_still_says_served_none(pod_factory: PodFactory) -> None:
     pod = await pod_factory(horizon_s=60.0)
+    await pod.read()  # the baseline read: the exporter reads ModelMesh before its first request
     pod.container.serve(5, model="resnet", code="INTERNAL")  # failed, but ran here: served, and per model
     failed = await pod.read()
     assert failed.served == {"resnet": failed.last_success}
@@ -235,6 +281,7 @@ async def test_with_per_model_metrics_a_restarted_modelmesh_still_says_served_no
 
 async def test_a_request_without_a_model_id_is_no_model(pod_factory: PodFactory) -> None:
     pod = await pod_factory()
+    await pod.read()  # the baseline read: the exporter reads ModelMesh before its first request
     pod.container.serve(5, model="")  # ModelMesh labels a request it has no model id for with ""
     pod.container.serve(5, model="resnet")
     scraped = await pod.read()
@@ -243,6 +290,7 @@ async def test_a_request_without_a_model_id_is_no_model(pod_factory: PodFactory)
 
 async def test_model_ids_with_quotes_backslashes_and_newlines_come_through_unchanged(pod_factory: PodFactory) -> None:
     pod = await pod_factory()
+    await pod.read()  # the baseline read: the exporter reads ModelMesh before its first request
     pod.container.serve(5, model=ODD_ID)
     scraped = await pod.read()  # promtool checks the escaping of what the exporter serves
     assert scraped.served == {ODD_ID: scraped.last_success}
@@ -251,6 +299,7 @@ async def test_model_ids_with_quotes_backslashes_and_newlines_come_through_uncha
 @pytest.mark.parametrize("fault", ["refused", "garbage"])
 async def test_a_failed_read_keeps_the_last_good_times(pod_factory: PodFactory, fault: str) -> None:
     pod = await pod_factory(horizon_s=60.0)
+    await pod.read()  # the baseline read: the exporter reads ModelMesh before its first request
     pod.container.serve(5, model="resnet")
     good = await pod.read()
     if fault == "refused":
@@ -285,6 +334,7 @@ def test_times_never_go_back_never_pass_the_read_and_stand_still_for_a_model_not
     container.publish(models=4, lru_time_s=clock.now)
     collector = ModelMeshCollector(CollectorHealth(clock=clock), "http://127.0.0.1:1/metrics", clock=clock,
                                    wall_clock=clock, model_recency_horizon_s=60.0)
+    collector.ingest(container.render(), clock.now)  # the baseline: read before ModelMesh's first request
     before: dict[str, float] = {}
     restarted = False
     for seconds, served, restart in reads:
@@ -325,6 +375,7 @@ def test_the_family_is_there_at_every_read_with_per_model_metrics_and_at_none_wi
     container.publish(models=2, lru_time_s=clock.now)
     collector = ModelMeshCollector(CollectorHealth(clock=clock), "http://127.0.0.1:1/metrics", clock=clock,
                                    wall_clock=clock, model_recency_horizon_s=60.0)
+    collector.ingest(container.render(), clock.now)  # the baseline: read before ModelMesh's first request
     for seconds, step in steps:
         if step == "restart":
             container.restart()
@@ -337,3 +388,46 @@ def test_the_family_is_there_at_every_read_with_per_model_metrics_and_at_none_wi
         published = {family.name for family in collector.collect()}
         assert (names.MODEL_LAST_SERVED_TIMESTAMP in published) is per_model, (step, published)
         assert (names.MODEL_RECENCY_HORIZON in published) is per_model
+
+
+# What ModelMesh counted before the exporter's first read (model indexes), then per read: seconds since the last,
+# and the (model index, requests) served meanwhile.
+COUNTED_BEFORE = st.sets(st.integers(0, 4))
+READS_AFTER = st.lists(st.tuples(st.sampled_from([1.0, 5.0, 30.0]),
+                                 st.lists(st.tuples(st.integers(0, 4), st.integers(1, 3)), max_size=3)),
+                       min_size=1, max_size=20)
+
+
+@settings(max_examples=80, deadline=None)
+@given(COUNTED_BEFORE, READS_AFTER)
+def test_a_restarted_exporter_never_makes_an_old_model_look_fresh_nor_leaves_out_one_it_saw_served(
+    counted_before: set[int], reads: list[tuple[float, list[tuple[int, int]]]],
+) -> None:
+    """Whatever ModelMesh counted before the exporter's first read and served after it: every model published
+    was served after that read, no later than its time; every model served after it within the horizon is
+    published (the family is left out rather than say fewer); and the family is there again once the horizon has
+    passed since that read, at once where nothing was counted before it."""
+    clock = Clock()
+    container = ModelMeshContainer(clock, per_model=True)
+    container.publish(models=5, lru_time_s=clock.now)
+    for model in counted_before:
+        container.serve(4, model=f"m{model}")
+    clock.now += 100_000.0  # served long before: outside any horizon
+    collector = ModelMeshCollector(CollectorHealth(clock=clock), "http://127.0.0.1:1/metrics", clock=clock,
+                                   wall_clock=clock, model_recency_horizon_s=60.0)
+    collector.ingest(container.render(), clock.now)
+    first = clock.now
+    last_served: dict[str, float] = {}  # per model, when it was last served after the first read
+    for seconds, served in reads:
+        for model, requests in served:
+            container.serve(requests, model=f"m{model}")
+            last_served[f"m{model}"] = clock.now
+        clock.now += seconds
+        collector.ingest(container.render(), clock.now)
+        family = {f.name: f for f in collector.collect()}.get(names.MODEL_LAST_SERVED_TIMESTAMP)
+        if family is None:
+            assert counted_before and clock.now - first <= 60.0
+            continue
+        published = {s.labels[names.MODEL_ID_LABEL]: s.value for s in family.samples}
+        assert all(model in last_served and last_served[model] <= at for model, at in published.items())
+        assert {model for model, at in last_served.items() if at >= clock.now - 60.0} <= published.keys()

@@ -12,14 +12,17 @@ same reading, series in the same order, or the same failure.
 
 from __future__ import annotations
 
+import itertools
 import unittest.mock
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter import modelmesh_fast, names
+from exporter import body_pieces, modelmesh_fast, names
+from exporter.body_pieces import BodyPieces
 from exporter.modelmesh_text import (
     COUNTER_FIELDS,
     REQUESTS,
@@ -36,7 +39,7 @@ WALL = 1_800_000_000.0
 Outcome = tuple[Any, ...]
 
 
-def outcome(read: Any, text: str) -> Outcome:
+def outcome(read: Any, text: str | Sequence[str]) -> Outcome:
     """What a read of `text` comes to: the reading (values by `repr`, so that -0.0 is not 0.0; series in their
     order), or the failure (its type, reason and message)."""
     try:
@@ -138,6 +141,39 @@ def test_the_readers_read_the_same_however_the_text_is_cut_into_pieces(text: str
     whole = [outcome(read, text) for read in reads]
     with unittest.mock.patch.object(modelmesh_fast, "SCAN_CHARS", piece):
         assert [outcome(read, text) for read in reads] == whole, text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(container_text(), mutated(container_text())), st.integers(1, 400),
+       st.lists(st.integers(1, 300), min_size=1, max_size=20))
+def test_a_body_decoded_as_it_arrives_reads_as_the_whole_text(text: str, piece: int, chunks: list[int]) -> None:
+    """The exporter decodes ModelMesh's answer as its bytes arrive, into pieces of whole lines, so that it never
+    holds the bytes and the text at once (`exporter.body_pieces`): whatever chunks the bytes come in (a
+    character's bytes split between two too) and however short the pieces, the pieces joined are the text, each
+    but the last ends with a newline, and every reader reads them as it reads the whole text."""
+    data = text.encode()
+    with unittest.mock.patch.object(body_pieces, "PIECE_CHARS", piece):
+        body = BodyPieces("utf-8")
+        start, sizes = 0, itertools.cycle(chunks)
+        while start < len(data):
+            end = start + next(sizes)
+            body.add(data[start:end])
+            start = end
+        pieces = body.end()
+    assert "".join(pieces) == text
+    assert all(part.endswith("\n") for part in pieces[:-1])
+    reads = (parse_modelmesh, parse_narrowly, parse_with_library)
+    assert [outcome(read, pieces) for read in reads] == [outcome(read, text) for read in reads], text
+
+
+def test_a_body_not_in_its_encoding_fails_as_decoding_it_whole_does() -> None:
+    for data in (b"# HELP a b\n\xff\n", b"# HELP a \xc3"):  # a byte UTF-8 never has; a character cut off
+        with pytest.raises(UnicodeDecodeError):
+            data.decode("utf-8")
+        body = BodyPieces("utf-8")
+        with pytest.raises(UnicodeDecodeError):
+            body.add(data)
+            body.end()
 
 
 # ---- loose lines, in shapes ModelMesh writes and others ----
