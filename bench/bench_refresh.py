@@ -14,7 +14,8 @@ process) is the figure to compare across machines. Plain script, no asserts:
 
 On a shared, noisy machine compare two versions by instructions, which are exact and repeatable: run
 `--refreshes-only N` (warm-up, then N refreshes, nothing timed or printed) under valgrind with N=1 and N=3;
-half the difference is one refresh's instructions (92 M at 10,000 pods in 100 runtimes, 2 December 2026):
+half the difference is one refresh's instructions (95.5 M at 10,000 pods in 100 runtimes, 7 December 2026;
+92 M on 2 December; docs/performance.md, The crash-loop hold's lookups):
 
     PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
         python bench/bench_refresh.py --gc-tuned --refreshes-only 3

@@ -10,18 +10,25 @@ the GPU's visibility instead of to the exporter that does not answer.
 A load signal (requests, queue, cache) shares the load's timestamp: it is stale exactly on the pods whose data is
 stale (`Aggregate.fresh` False), which the reason says once (`N of M ready pods stale`), so the rest of its count
 is missing, without a pass over the pods. The GPU has a clock of its own (its reading may be old on a pod whose
-load is fresh: a hung or failing GPU collector), so its states are counted from the pods.
+load is fresh: a hung or failing GPU collector), so its states are counted from the pods, at most once an
+aggregate (`_last`: the reason and each held term reading the GPU ask in turn), and where only the pods whose load
+is stale may say more than `fresh`, from those alone (`_gpu_counts`): a Python loop over every pod for each ask
+cost 6 M instructions a refresh at 10,000 pods in 100 runtimes (docs/performance.md).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from autoscaler.policies.runtime_aggregate import Aggregate
-from autoscaler.policies.signals import MISSING, SIGNAL_GPU, STALE
+from autoscaler.policies.runtime_aggregate import Aggregate, PodSignals
+from autoscaler.policies.signals import ALL_FRESH, MISSING, SIGNAL_GPU, STALE
 
 _GPU_COLUMN: Final = 0
 """The GPU's place in each pod's (signal, state) row (`signals.SIGNALS`' order)."""
+
+_last: Final[list[tuple[PodSignals, tuple[bool, ...], tuple[int, int, int]]]] = [((), (), (0, 0, 0))]
+"""The last aggregate's GPU counts, with the two tuples they follow from (held, so compared by identity; one
+entry, replaced whole): the reason and each held term reading the GPU ask for the same runtime's in turn."""
 
 
 def not_fresh(agg: Aggregate, signal: str) -> tuple[int, int, int]:
@@ -30,17 +37,44 @@ def not_fresh(agg: Aggregate, signal: str) -> tuple[int, int, int]:
     if signal != SIGNAL_GPU:
         stale_pods = agg.ready - agg.n
         return 0, stale_pods, agg.signals[signal].missing - stale_pods
-    alone = along = missing = 0
-    for load_fresh, row in zip(agg.fresh, agg.pod_signals):  # noqa: B905  (an aggregate's per-pod tuples: one a pod)
-        state = row[_GPU_COLUMN][1]
-        if state == STALE:
-            if load_fresh:
-                alone += 1
-            else:
+    return _gpu_counts(agg.pod_signals, agg.fresh)
+
+
+def _gpu_counts(pod_signals: PodSignals, fresh: tuple[bool, ...]) -> tuple[int, int, int]:
+    """`not_fresh` for the GPU, a function of the two tuples alone (immutable): the last answer is given again for
+    the same two (`_last`). Where every pod whose load is fresh has every signal fresh (`ALL_FRESH`, a row found
+    by identity in C: rows are interned), only the pods whose load is not (stale, or not Ready: a few, found in
+    `fresh` as bytes) are read; otherwise every pod is."""
+    last_signals, last_fresh, counts = _last[0]
+    if last_signals is pod_signals and last_fresh is fresh:
+        return counts
+    flags = bytes(fresh)  # 1 or 0 a pod: counted and searched in C without comparing bools one by one
+    load_fresh_pods = flags.count(1)
+    if pod_signals.count(ALL_FRESH) == load_fresh_pods:  # (an all-fresh row's load is fresh: its signals are)
+        along = missing = 0
+        i = -1
+        for _ in range(len(flags) - load_fresh_pods):
+            i = flags.index(0, i + 1)
+            state = pod_signals[i][_GPU_COLUMN][1]
+            if state == STALE:
                 along += 1
-        elif state == MISSING:
-            missing += 1
-    return alone, along, missing
+            elif state == MISSING:
+                missing += 1
+        counts = (0, along, missing)
+    else:
+        alone = along = missing = 0
+        for load_fresh, row in zip(fresh, pod_signals):  # noqa: B905  (an aggregate's per-pod tuples: one a pod)
+            state = row[_GPU_COLUMN][1]
+            if state == STALE:
+                if load_fresh:
+                    alone += 1
+                else:
+                    along += 1
+            elif state == MISSING:
+                missing += 1
+        counts = (alone, along, missing)
+    _last[0] = (pod_signals, fresh, counts)
+    return counts
 
 
 def reason_words(agg: Aggregate, signal: str) -> list[str]:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from autoscaler.model import PodSample, RuntimeView
+from autoscaler.model import PodSample, RuntimeKey, RuntimeView
 from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.runtime_memory import RuntimeMemory
@@ -119,3 +119,26 @@ def test_the_held_words_count_what_debug_shows_pod_by_pod(steps: list[list[tuple
         pods = tuple(faulty_pod(index, fault, load, now) for index, (fault, load) in enumerate(faults))
         view, memory = decide(snapshot(pods, now=now), policy, memory, now, WINDOW)
         check_words(view)
+
+
+@PROPERTIES
+@given(steps=st.lists(st.tuples(*(st.lists(st.tuples(st.sampled_from(FAULTS), st.floats(0.0, 1.0)), min_size=1,
+                                          max_size=24) for _ in range(3))), min_size=1, max_size=4))
+@example(steps=[([("ok", 0.5)] * 3, [("ok", 0.5)] * 20, [("ok", 0.5)] * 3),
+                ([("gpu_stale", 0.5), ("ok", 0.5), ("ok", 0.5)], [("stale", 0.5)] + [("ok", 0.5)] * 19,
+                 [("gpu_stale", 0.5), ("ok", 0.5), ("ok", 0.5)])])
+def test_runtimes_decided_in_turn_each_say_their_own_pods(
+    steps: list[tuple[list[tuple[str, float]], ...]],
+) -> None:
+    """A refresh decides every runtime in turn (small ones, whose per-pod states repeat across runtimes, and
+    ones over 16 pods): each runtime's reason and held words count its own pods, as its /debug shows them, not
+    those of the runtime decided before it (the GPU's counts are kept from one call to the next)."""
+    policy = RuntimePolicy()
+    keys = [RuntimeKey("ns", f"rt-{r}") for r in range(3)]
+    memories: list[RuntimeMemory | None] = [None, None, None]
+    for step, runtimes in enumerate(steps):
+        now = NOW + 15.0 * step
+        for r, faults in enumerate(runtimes):
+            pods = tuple(faulty_pod(index, fault, load, now) for index, (fault, load) in enumerate(faults))
+            view, memories[r] = decide(snapshot(pods, now=now, key=keys[r]), policy, memories[r], now, WINDOW)
+            check_words(view)
