@@ -61,6 +61,18 @@ COUNTER_ROWS: Final = 10
 """Rows a model needs before its requests are judged as a counter's running total or not."""
 
 
+MODELMESH_COUNTER: Final = "modelmesh_invoke_model_milliseconds_count"
+"""The counter docs/simulation.md exports: ModelMesh's requests, per pod, labelled `modelId`."""
+
+
+def increase_query(step: str) -> str:
+    """docs/simulation.md's query, its counter `COUNTER`: `sum by (model)` alone, on ModelMesh's counter (labelled
+    `modelId`), summed every model into one series without a `model` label, and the guide's export that a user
+    pasted it into failed (KeyError: 'model') with a trace of its header alone."""
+    return (f'sum by (model) (label_replace(increase(COUNTER{{modelId!=""}}[{step}s]), "model", "$1", "modelId", '
+            f'"(.+)"))')
+
+
 def counter_notes(trace: Trace) -> list[str]:
     """A warning when the models' requests only rise from one row to the next, as a counter's running total
     does: a Prometheus counter (`..._count`, `..._total`) exported without `increase()` replays millions of
@@ -90,8 +102,9 @@ def counter_notes(trace: Trace) -> list[str]:
     return [f"the requests of {int(counting.sum())} of {int(judged.sum())} models only rise from one interval to "
             f"the next (model {trace.models[example]!r}: {values[first]:,.0f} to {values[last]:,.0f}), as a "
             "counter's running total does: if they are one, export the requests in each interval instead (PromQL: "
-            f"sum by (model) (increase(COUNTER[{step}s])) at a query_range step of {step}s (the range the step: a "
-            f"longer one counts each request more than once), each row then holding the interval ending at its "
+            f"{increase_query(step)} at a query_range step of {step}s (the range the step: a longer one counts "
+            f"each request more than once; COUNTER: ModelMesh's {MODELMESH_COUNTER}, whose modelId label_replace "
+            f"copies into the trace's model column), each row then holding the interval ending at its "
             f"time: move every timestamp back {step} s, as a trace's row is the interval starting at its time); if "
             "the traffic does rise all along, ignore this"]
 
