@@ -28,6 +28,8 @@ from autoscaler.simulation.standard_input import STDIN
 
 COMPARED: Final = "mean-hpa,skew-aware"
 """The policies a comparison runs: skew-aware, and mean-hpa, which its goal is judged against."""
+BOUND: Final = "fixed-max"
+"""The policy whose run is the report's bound (every pod maxReplicas allows)."""
 
 PATHS: Final = frozenset({"trace"})
 """The flags of `given_flags` that name a file, written absolute."""
@@ -70,9 +72,10 @@ class Rerun:
         first = f"printf {shlex.quote(text)} > {shlex.quote(f'{out}.yaml')} && "
         return first + shlex.join(self._words(self.given, out, config, behavior))
 
-    def cluster_command(self, name: str, drop: tuple[str, ...]) -> str:
+    def cluster_command(self, name: str, drop: tuple[str, ...], bound: bool = False) -> str:
         """The command that runs this trace again without the flags `drop` (and their values): a change to the
-        cluster both policies run on, named `name` in its --out."""
+        cluster both policies run on, named `name` in its --out; `bound`: fixed-max too, whose Bound line is then
+        the changed cluster's."""
         given: list[str] = []
         words = iter(self.given)
         for word in words:
@@ -81,10 +84,12 @@ class Rerun:
                     next(words, None)
                 continue
             given.append(word)
-        return shlex.join(self._words(tuple(given), f"{self.out}-{name}", self.config, self.hpa_behavior))
+        return shlex.join(self._words(tuple(given), f"{self.out}-{name}", self.config, self.hpa_behavior,
+                                      f"{BOUND},{COMPARED}" if bound else COMPARED))
 
-    def _words(self, given: tuple[str, ...], out: str, config: str | None, behavior: str | None) -> list[str]:
-        words = [*program(), "simulate", *given, "--out", out, "--policies", COMPARED,
+    def _words(self, given: tuple[str, ...], out: str, config: str | None, behavior: str | None,
+               policies: str = COMPARED) -> list[str]:
+        words = [*program(), "simulate", *given, "--out", out, "--policies", policies,
                  "--min-replicas", str(self.min_replicas), "--max-replicas", str(self.max_replicas)]
         if config is not None:
             words += ["--config", config]
