@@ -6,7 +6,9 @@ still rise, while a scale-up was blocked as much as a scale-down."""
 from __future__ import annotations
 
 from autoscaler.kube.backoff import UNANSWERED_MAX_S
+from autoscaler.kube.watch_ends import DROPPED_GRACE_S
 from autoscaler.policies.decision import DISCOVERY_DOWN
+from autoscaler.sources.kube_watch import DROPPED
 from tests.test_docs_repo_paths import REPO
 
 OPERATIONS = (REPO / "docs" / "operations.md").read_text()
@@ -55,3 +57,15 @@ def test_the_namespaced_upgrade_quotes_the_503_the_old_replicas_answer() -> None
     passage = FLAT[start:start + 300]
     assert "metric source down" not in passage and "pod discovery out of date" in passage, passage
     assert "no scale-up, no scale-down" in passage, passage
+
+
+def test_the_watches_section_says_a_dropped_stream_resumed_at_once_keeps_the_runtimes_served() -> None:
+    """A pod watch dropped mid-stream and resumed where it left off is no outage (each drop served every runtime of
+    the scope 503 until the reopen landed): the section quotes the log line as the adapter says it, with the grace
+    it ships."""
+    text = section("The Kubernetes API: throttling, tokens, watches")
+    start = text.index("A watch that only lost its stream")
+    passage = text[start:start + 700]
+    said = DROPPED.one.format(scope="namespace NS", detail="").removeprefix("Kubernetes discovery: ")
+    assert said.split(", else")[0] in passage, (said, passage)
+    assert f"still down {DROPPED_GRACE_S:g} s after the drop" in passage, passage

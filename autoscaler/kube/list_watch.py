@@ -23,7 +23,8 @@ wake-ups all run on it.
   a row that worked yet broke within `STAYED_OPEN_S`, a break waits longer each time (`autoscaler.kube.watch_ends`).
   (The reflector's rule is not this one: it backs off a failed or very short watch with a backoff manager, 0.8 s
   doubling to 30 s, that starts again only after 2 minutes without a backoff, and reopens any other at once.) The
-  failure that breaks a watch is said (`on_failure`, `health`) before any wait.
+  failure that breaks a watch is said (`on_failure`, `health`) before any wait; where it dropped a watch that
+  worked, which is resumed from where it was, `resuming` says so meanwhile (`watch_ends.DROPPED_GRACE_S`).
 
 `list_from_cache` makes the first list `resourceVersion=0`, served from the API server's watch cache (cheap for
 10,000 pods), as the reflector's first list is. The error texts name `list|watch <resource> in <scope>`.
@@ -131,6 +132,16 @@ class ListWatch:
         self._health = health
         self._ends = WatchEnds(log, name)
         """Its failures and watch ends in a row, which its waits count (`autoscaler.kube.watch_ends`)."""
+        self.resuming = False
+        """True while `on_failure` is told of a watch that worked dropped mid-stream (a proxy or load balancer cutting
+        it, one API server instance restarting), which the loop resumes from the version it reached after
+        `backoff(1)`: the reopen replays what happened meanwhile, so nothing was missed, and the owner may count its
+        copy current for `watch_ends.DROPPED_GRACE_S`. False for any other failure: a list's, a watch's opening (its
+        reopen refused, the API server unreachable), a watch broken before it worked (a failure loop, whose reopen
+        backs off), one of a churn past `SHORT_LIVED_IN_A_ROW` (its reopen waits longer each time), the owner's own
+        code failing, a very short watch."""
+        self._dropped = False
+        """Whether the last request was a watch that worked and broke mid-stream (`_watch`), for `resuming`."""
 
     async def run(self) -> None:
         """List then watch until cancelled: resume after a clean end, list again after 410, back off on errors."""
@@ -147,6 +158,7 @@ class ListWatch:
         expiries = 0
         while True:
             self.listing = version is None
+            self._dropped = False
             try:
                 if version is None:
                     version = await self._list(consistent)
@@ -180,7 +192,11 @@ class ListWatch:
                 failures = self._ends.in_a_row.failures
                 if not isinstance(error, KubeApiError):
                     self._guard.unexpected(error, failures)
-                self._guard.tell_failure(error, failures)
+                self.resuming = self._dropped and isinstance(error, KubeApiError) and not self._ends.throttle
+                try:
+                    self._guard.tell_failure(error, failures)
+                finally:
+                    self.resuming = False
                 retry_after = error.retry_after_s if isinstance(error, KubeApiError) else None
                 throttle = self._ends.take_throttle()
                 guard = self._guard
@@ -277,6 +293,7 @@ class ListWatch:
             response.release()
             self._established(False)  # 1 only while a stream is open: not through a pause before the next
             watch.ended(broken=broken)
+            self._dropped = broken and watch.worked
         return version, watch.worked  # as the end settled it: one open past `SHORT_WATCH_S` whose timer was late worked
 
     def _apply(self, line: bytes, what: str) -> str | None:

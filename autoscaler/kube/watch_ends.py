@@ -22,6 +22,10 @@ counts they feed (`WatchEnds`), apart from the list and watch requests themselve
   an API server shutting down) wait as any answered failures in a row do, `backoff(1)`, `backoff(2)` ... (the
   break, a stream cut, was no answer), not counted on from k: a restart storm's refusals do not pile onto the
   throttle.
+- A watch that worked and is dropped mid-stream (a proxy or load balancer cutting it, one API server instance of
+  several restarting) is resumed from the resourceVersion it reached: the reopen replays what happened meanwhile, so
+  nothing is missed, and client-go's reflector keeps its store as it is. Its owner may count what it has current for
+  `DROPPED_GRACE_S` (`within_grace`); a reopen refused, or a watch still down past that, is an outage as any.
 
 Tests set the bars for a stretch (`tests/support/watch_bars.py`): they are read here alone, as a watch opens and as
 it ends.
@@ -68,6 +72,20 @@ its cap (about 2 watch requests a minute rather than about 100), and the owner h
 watch stays open `STAYED_OPEN_S`. The refusals of the reopen after a break wait `backoff(1)`, `backoff(2)` ... as the
 answered failures of any spell do: counted on from k, a storm of five cuts each followed by two 503s waited 27 s
 after the last, where it waited 3.8 s before there was a throttle."""
+
+
+DROPPED_GRACE_S: Final = 5.0
+"""How long a watch that worked, dropped mid-stream (`ListWatch.resuming`), may stay down and its owner's copy still
+count as current: its reopen goes out after `backoff(1)` (0.5 s ±20% for pods) and is answered within a round trip,
+so a drop resumed at once is never an outage (the pod watch's runtimes were served 503 from the drop to the reopen:
+every HPA of the cluster held for a refresh at each dropped stream). One still down past it (its reopen unanswered,
+a backoff grown past it) may be missing events that will not come soon: out of date from then on. A reopen the API
+server refuses, or cannot be reached for, is out of date at once: that is no resumed watch."""
+
+
+def within_grace(dropped_at: float) -> bool:
+    """Whether a watch dropped at `dropped_at` (`time.monotonic`) is still within `DROPPED_GRACE_S` of its drop."""
+    return time.monotonic() - dropped_at < DROPPED_GRACE_S
 
 
 VERY_SHORT: Final = ("streams end as soon as they open (a proxy or load balancer closing idle or new streams?): "

@@ -49,6 +49,7 @@ from autoscaler.model import PodSample, PodViews, RuntimeSnapshot, RuntimeView, 
 from autoscaler.names import ServedMetric
 from autoscaler.policies.gpu_forgetting import NO_GPU_COLLECTOR, has_no_gpu, remembers_gpu
 from autoscaler.policies.models_forgetting import forgets_models
+from autoscaler.policies.not_fresh_words import reason_words
 from autoscaler.policies.podviews import examine_pods
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.policy_terms import terms_and_bounds
@@ -90,7 +91,9 @@ _AS_KUBERNETES_SAYS: Final[dict[str, tuple[bool, str]]] = {}
 """No pod counted otherwise than its readiness (`RuntimeView.pods_counted`): one shared empty mapping, never
 written to."""
 
-_MAY_RISE: Final = "data missing on some ready pod; may rise, not fall"
+_MAY_RISE: Final = "data not fresh on some ready pod; may rise, not fall"
+"""Why a value is held where some Ready pod is stale or misses a signal it uses (its own words, in `reason` and
+the terms' `held`, say which: `not_fresh_words`)."""
 _MAY_RISE_UNREADY: Final = "a pod not Ready held as missing data (its own line says which); may rise, not fall"
 """Why a value is held where every Ready pod is fresh and the hold is a pod not Ready's (`unready_pods`)."""
 SOURCE_DOWN: Final = "metric source down"
@@ -141,11 +144,10 @@ def _reason(
     if missing:
         parts.append(f"{missing} of {agg.ready} ready pods stale; holding values (may rise, not fall)")
     for signal in SIGNALS:
-        stats = by_signal[signal]
-        # Load signals share the stale pods counted above; say only what those do not explain.
-        extra = stats.missing if signal == SIGNAL_GPU else stats.missing - missing
-        if extra > 0:  # (a signal with missing pods is present)
-            parts.append(f"{signal} missing on {stats.missing} of {agg.ready} ready pods; holding what uses it")
+        # Stale and missing apart, as /debug's pods show them; the stale pods counted above are not said again
+        # (a load signal is stale on those pods exactly: only the GPU, on a clock of its own, may say more).
+        if by_signal[signal].missing > (0 if signal == SIGNAL_GPU else missing):
+            parts.extend(reason_words(agg, signal))
     parts.extend(f"{what} held: {why}" for what, why in held.items())
     absent = ""
     for what, signal in DESCRIBED:  # a loop, not a comprehension: this runs for every runtime, known ones too

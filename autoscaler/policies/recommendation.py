@@ -55,6 +55,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from autoscaler.policies.not_fresh_words import held_words
 from autoscaler.policies.policy import PROPOSAL_LIMIT, RuntimePolicy
 from autoscaler.policies.recency_horizon import short_horizon_cause
 from autoscaler.policies.runtime_aggregate import Aggregate
@@ -111,11 +112,12 @@ class Recommendation:
 
 
 def _hold(
-    term: str, computed: float | None, stats: SignalStats, ready: int, min_coverage: float,
+    term: str, computed: float | None, stats: SignalStats, agg: Aggregate, min_coverage: float,
     held: Mapping[str, int], why: dict[str, str],
 ) -> float | None:
     """A term's proposal under the missing-data rules (docs/design.md, Missing data), unrounded where computed
-    this refresh."""
+    this refresh; `why` says a hold in /debug's words (`not_fresh_words`: stale and missing apart)."""
+    ready = agg.ready
     fresh, missing = stats.fresh, stats.missing
     if missing == 0 and fresh > 0 and not stats.absent:  # complete: the usual case
         return computed
@@ -129,7 +131,7 @@ def _hold(
         return None if last is None else float(last)
     if last is not None and (computed is None or computed < last):
         if missing:
-            why[term] = f"{SIGNAL_OF[term]} missing on {missing} ready pods; may rise, not fall below {last}"
+            why[term] = f"{held_words(agg, SIGNAL_OF[term])}; may rise, not fall below {last}"
         else:  # the pods without a GPU collector, while others have one: their load is not in this term
             why[term] = (f"{SIGNAL_OF[term]} absent on {stats.absent} ready pods (no GPU collector: their load is "
                          f"not in this term); may rise, not fall below {last}")
@@ -161,13 +163,13 @@ def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | N
     if agg.gpu_busy is not None:
         gpu = agg.gpu_pods * agg.gpu_busy / policy.target_gpu_busy
     if gpu_stats.missing != 0 or gpu_stats.fresh <= 0 or gpu_stats.absent:
-        gpu = _hold(GPU, gpu, gpu_stats, ready, min_coverage, held, why)
+        gpu = _hold(GPU, gpu, gpu_stats, agg, min_coverage, held, why)
     rps: float | None = None
     if target_rps is not None:
         if agg.request_rate is not None:
             rps = agg.rate_pods * agg.request_rate / target_rps
         if rps_stats.missing != 0 or rps_stats.fresh <= 0:
-            rps = _hold(REQUESTS, rps, rps_stats, ready, min_coverage, held, why)
+            rps = _hold(REQUESTS, rps, rps_stats, agg, min_coverage, held, why)
     demand = rps if gpu is None else (gpu if rps is None or rps <= gpu else rps)  # max(), the GPU's on a tie
 
     queue: float | None = None
@@ -176,7 +178,7 @@ def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | N
         queue = anchor + agg.queue_excess_s / policy.queue_drain_s
     queue_stats = signals[SIGNAL_QUEUE]
     if queue_stats.missing != 0 or queue_stats.fresh <= 0:
-        queue = _hold(QUEUE, queue, queue_stats, ready, min_coverage, held, why)
+        queue = _hold(QUEUE, queue, queue_stats, agg, min_coverage, held, why)
 
     cache: float | None = None
     cache_stats = signals[SIGNAL_CACHE]
@@ -196,7 +198,7 @@ def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | N
         if cache is None or need > cache:
             cache = need
     if cache_stats.missing != 0 or cache_stats.fresh <= 0:
-        cache = _hold(CACHE, cache, cache_stats, ready, min_coverage, held, why)
+        cache = _hold(CACHE, cache, cache_stats, agg, min_coverage, held, why)
     short = agg.recency_horizon_s
     if agg.models_missing or (short is not None and short < policy.target_lru_age_s):
         last = held.get(CACHE)

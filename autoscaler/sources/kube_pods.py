@@ -221,7 +221,9 @@ class KubePodDiscovery:
 
     def healthy_for(self, namespace: str) -> bool:
         """False until the first list, and while the pod watch or Deployment read of `namespace`, or of all
-        namespaces, is failing: only then may what is known of its runtimes be out of date."""
+        namespaces, is failing: only then may what is known of its runtimes be out of date. A pod watch dropped
+        mid-stream and resumed where it left off misses nothing: failing only once still down
+        `watch_ends.DROPPED_GRACE_S` after the drop (`PodWatch.ok`)."""
         return self._current(namespace)
 
     def scope_health(self) -> dict[str, bool]:

@@ -5,7 +5,10 @@ An HPA request never waits on the API, and 10,000 pods cost one list and one str
 pod or per runtime. The list + watch itself (`autoscaler.kube.list_watch`) resumes a watch that ends, lists
 afresh after 410 Expired and retries any other failure with the owner's capped, jittered backoff; the first
 list is served from the API server's watch cache. While the watch is broken `ok` is False and `pods` stay as
-last seen, so nothing is lowered on stale knowledge (docs/design.md, Missing data).
+last seen, so nothing is lowered on stale knowledge (docs/design.md, Missing data); but a watch that worked, dropped
+mid-stream and resumed where it left off, misses nothing: it stays `ok` unless still down
+`watch_ends.DROPPED_GRACE_S` after the drop (each dropped stream served every runtime of the scope 503 until the
+reopen landed).
 
 It also counts each runtime's live pods (not terminating; by the Deployment its ReplicaSet names, else
 ModelMesh's `name` label) and tells `on_runtime_pods` when a runtime's count goes to zero or up from zero: that is how a
@@ -30,6 +33,7 @@ from autoscaler.kube.failing_spell import FailingSpell
 from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.paths import PODS, collection_endpoint
 from autoscaler.kube.raw import JSON, Scope, scope_name
+from autoscaler.kube.watch_ends import DROPPED_GRACE_S, within_grace
 from autoscaler.kube.watch_health import LoopHealth, Watched, WatchHealth
 from autoscaler.kube.watch_news import ScopeLine, flushed_when_stopped, watch_news
 from autoscaler.source_problems import HPA_HOLDS, PODS_UNKNOWN
@@ -69,11 +73,22 @@ NOT_YET = ScopeLine(
     "runtimes are not served until they work: {scopes} (e.g. {scope}: {detail})")
 """A watch that never worked has no inventory to keep and no values to hold (`BROKEN` said it had). What a 403 asks
 for comes with the error (`PodWatch._hinted`): said in the line, it asked for a grant of a refused connection."""
+DROPPED = ScopeLine(
+    "autoscaler.sources.kube_pods", logging.WARNING,
+    "Kubernetes discovery: pod watch of {scope} broken, resuming it where it left off: its runtimes stay served if "
+    f"it is back within {DROPPED_GRACE_S:g} s, else are unknown (503) until it recovers, the HPA {HPA_HOLDS}: "
+    "{detail}",
+    "Kubernetes discovery: pod watches of {count} namespaces broken, resuming them where they left off: their "
+    f"runtimes stay served if they are back within {DROPPED_GRACE_S:g} s, else are unknown (503) until they "
+    f"recover, the HPA {HPA_HOLDS}: {{scopes}} (e.g. {{scope}}: {{detail}})")
+"""A watch that worked, dropped mid-stream (`ListWatch.resuming`): nothing is missed, so its runtimes are served
+(`BROKEN` said they were 503, and they were, for every drop). Its reopen refused next is said `BROKEN`, whatever
+the cause; one still down past the grace is said by the refresher's line of each runtime held."""
 ESTABLISHED = ScopeLine(
     "autoscaler.sources.kube_pods", logging.INFO,
     "Kubernetes discovery: pod watch of {scope} established",
     "Kubernetes discovery: pod watches of {count} namespaces established: {scopes}",
-    ends=(BROKEN, NOT_YET))
+    ends=(BROKEN, NOT_YET, DROPPED))
 
 class PodWatch:
     """Lists then watches the pods of one scope forever (`run`); `pods` is what it last saw."""
@@ -112,12 +127,18 @@ class PodWatch:
         """Each pod's `controller.kubernetes.io/pod-deletion-cost` as the cluster has it, kept apart from `pods`
         (whose changes rebuild the inventory) because the writer's own patches change it: a new leader leaves
         a pod that already carries the cost it would write as it is."""
-        self.ok = False
-        """False until the first list, and while the watch is failing."""
-        self.error: str | None = None
-        """What the watch last failed with, while it fails (for /debug)."""
+        self._current = False
+        """False until the first list, and from a failure on until it syncs again; a drop (`_dropped_at`) aside."""
+        self._dropped_at: float | None = None
+        """When (`time.monotonic`) the watch, current until then, was dropped mid-stream to be resumed where it left
+        off (`ListWatch.resuming`), while it is not back: current within `DROPPED_GRACE_S` of it (`ok`)."""
+        self._error: str | None = None
+        """What the watch last failed with, until it syncs again."""
         self._spell = FailingSpell(failing=True)
         """What the log said: `established` once it works (from the start), `broken` once a failing spell."""
+        self._said_dropped = False
+        """Whether the spell's line was `DROPPED`: a failure next that is no resumed drop says `BROKEN`, whatever
+        its cause (a reopen refused with a refused connection is the drop's cause, `no_answer`, again)."""
         self._listed = False
         """Whether a list was ever handed over, so that there is an inventory to keep: failures say `BROKEN` then
         (a Role with list but not watch too), `NOT_YET` before."""
@@ -142,6 +163,25 @@ class PodWatch:
             health=None if health is None else LoopHealth(health, Watched.PODS), unanswered_backoff=unanswered_backoff,
         )
 
+    @property
+    def ok(self) -> bool:
+        """Whether what the watch has is current: False until the first list, while the watch fails, and once a
+        watch dropped mid-stream is still down `DROPPED_GRACE_S` after its drop (until then nothing was missed: its
+        reopen replays it)."""
+        if self._dropped_at is not None and not within_grace(self._dropped_at):
+            return False
+        return self._current
+
+    @ok.setter
+    def ok(self, current: bool) -> None:
+        self._current = current
+        self._dropped_at = None
+
+    @property
+    def error(self) -> str | None:
+        """What the watch last failed with, while that keeps it out of date (`ok` False), for /debug."""
+        return None if self.ok else self._error
+
     async def run(self, first_attempt: asyncio.Event) -> None:
         """List then watch forever: resume after a clean end, re-list after 410, back off on errors.
 
@@ -155,7 +195,7 @@ class PodWatch:
 
     def _synced(self) -> None:
         self.ok = True
-        self.error = None
+        self._error = None
         self._first_attempt.set()  # the other watches' `established` waits for this one's, or its failure
         if self._lost_at is not None:
             self._catching_up_until = time.time() + CATCH_UP_S
@@ -167,16 +207,28 @@ class PodWatch:
         if self._loop.told_of_list:
             return
         if self._spell.works():
+            self._said_dropped = False
             watch_news().say(ESTABLISHED, self.scope)
 
     def _failed(self, error: Exception, failures: int) -> None:
+        """One failure: said once a spell (`FailingSpell`), and the watch out of date, unless it is a drop of a
+        current watch that is resumed where it left off (`ListWatch.resuming`), current for `DROPPED_GRACE_S`."""
         scope = scope_name(self.scope)
-        if self._spell.failed(error):
+        resumed = self._loop.resuming
+        starts = self._spell.failed(error)
+        if resumed and starts:
+            self._said_dropped = True
+            watch_news().say(DROPPED, self.scope, error)
+        elif not resumed and (starts or self._said_dropped):
+            self._said_dropped = False
             watch_news().say(BROKEN if self._listed else NOT_YET, self.scope, self._hinted(error))
         else:
             log.debug("Kubernetes discovery: pod watch of %s still failing (%d in a row): %s", scope, failures, error)
-        self.ok = False
-        self.error = f"pod watch of {scope} failing: {error}" if self._listed else _pods_unknown(scope, error)
+        if resumed and self._current:
+            self._dropped_at = time.monotonic()
+        else:
+            self.ok = False
+        self._error = f"pod watch of {scope} failing: {error}" if self._listed else _pods_unknown(scope, error)
         self._answered()
         if self._lost_at is None:
             self._lost_at = time.time()
@@ -194,7 +246,7 @@ class PodWatch:
     def _lost_touch_at(self, now: float) -> float | None:
         """When the watch lost touch, while what reaches it may be the catch-up of that outage; else None (the
         watch sees changes as they happen), forgetting the outage once its catch-up is over."""
-        if self._lost_at is not None and self.ok and now > self._catching_up_until:
+        if self._lost_at is not None and self._current and self._dropped_at is None and now > self._catching_up_until:
             self._lost_at = None
         return self._lost_at
 

@@ -55,9 +55,9 @@ def test_no_winner_says_why_the_adapter_decides_nothing_yet() -> None:
 
 def test_a_served_value_held_above_its_term_says_what_holds_it() -> None:
     document = {**debug("requests", {"requests": 3, "queue": None, "cache": 2}, 5, 3),
-                "held": {"modelmesh_desired_replicas": "data missing on some ready pod; may rise, not fall"}}
+                "held": {"modelmesh_desired_replicas": "data not fresh on some ready pod; may rise, not fall"}}
     assert why_scaled(document) == ("the adapter's requests term proposes 3: the skew-aware request load, 668 req/s "
-                                    "at 100 a pod; cache 2; the adapter holds 5: data missing on some ready pod; "
+                                    "at 100 a pod; cache 2; the adapter holds 5: data not fresh on some ready pod; "
                                     "may rise, not fall")
 
 

@@ -28,7 +28,7 @@ from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from tests.e2e.cluster_pods import start_pod
 from tests.fakes.kube import FakeKubeApi
 from tests.manifests.series import ADAPTER_LABELS, adapter_metrics, attach
-from tests.manifests.support import PROMTOOL, promtool_test_rules
+from tests.manifests.support import PROMTOOL, alerts_sent, promtool_test_rules
 from tests.support.api_peek import peek_raw
 from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import free_port, http_get, running
@@ -186,3 +186,27 @@ async def test_a_refused_namespace_reads_as_discovery_failing_on_metrics_and_its
         firing(12, [{"alertname": "ModelMeshAutoscalerDiscoveryFailing", "namespace": REFUSED}])]}],
         "discovery_outage_test.yaml")
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+
+
+QUOTED_503 = re.compile(r'503 "([^"]+)"')
+"""A 503's words as an alert's description quotes them; a quote may end in "..." where it stops short."""
+
+
+@pytest.mark.parametrize("adapter", [("pods",)], indirect=True, ids=["pods"])
+async def test_the_alert_quotes_the_503_that_the_refused_namespaces_hpas_get(
+        adapter: tuple[Path, str], tmp_path: Path) -> None:
+    """An on-call matches the HPA's FailedGetExternalMetric event against the alert that fired. The alert said
+    the HPAs get 503 "metric source down", the words of a Prometheus or exporter outage (docs/operations.md's 503
+    list sends that one to the metric source), where the HPA's event says "pod discovery out of date": RBAC."""
+    kubeconfig, url = adapter
+    await answered(lambda: (0, discovery_health(url)), lambda _, found: found.get(REFUSED) == 0.0)
+    code, said = desired(kubeconfig, REFUSED)
+    assert code != 0 and "ServiceUnavailable" in str(said), said
+
+    held = await asyncio.to_thread(stored_for, url, 30)
+    [alert] = [alert for alert in alerts_sent(tmp_path, held, 12)
+               if alert.labels["alertname"] == "ModelMeshAutoscalerDiscoveryFailing"]
+    quoted = QUOTED_503.findall(alert.annotations["description"])
+    assert quoted, f"the alert no longer quotes the 503: update this test: {alert.annotations['description']}"
+    for words in quoted:
+        assert " ".join(words.removesuffix("...").split()) in str(said), (words, said)

@@ -20,6 +20,8 @@ from tests.e2e.conftest import (
     external_metric_once_refreshed,
 )
 from tests.e2e.test_hung_refresh import refresh_stopped
+from tests.e2e.test_missing_signal_e2e import fake_gpus
+from tests.fakes.nvml import GPU_IS_LOST
 from tests.support.api_peek import kubectl_reads
 from tests.support.processes import http_get
 from tests.support.quantities import quantity_value
@@ -148,6 +150,42 @@ def test_a_stale_pod_reads_as_the_does_not_scale_down_finding_says(two_pods_no_g
     two_pods_no_gpu.kill_exporter(0)
     document = debug_document(two_pods_no_gpu, lambda document: quoted[1] in document["reason"])
     assert [pod["name"] for pod in document["pods"] if pod["fresh"] is False] == ["pod-0"], document["pods"]
+
+
+def signal_states(document: Any, state: str, *, fresh_only: bool = False) -> dict[str, list[str]]:
+    """By signal, the Ready pods /debug shows in `state` (`fresh_only`: those whose own data is fresh)."""
+    found: dict[str, list[str]] = {}
+    for pod in document["pods"]:
+        if pod["ready"] and (pod["fresh"] or not fresh_only):
+            for signal, said in pod["signals"].items():
+                if said == state:
+                    found.setdefault(signal, []).append(pod["name"])
+    return found
+
+
+def test_a_dead_exporter_and_a_failing_gpu_collector_read_as_the_does_not_scale_down_finding_says(
+        tmp_path: Path) -> None:
+    """Three GPU pods; pod-0's GPU collector fails (its exporter answers, without a GPU reading), pod-2's exporter
+    is gone. /debug showed both pods' GPU `stale`, but `reason` said `gpu missing on 2 of 3 ready pods` and
+    `held` `gpu missing on 2 ready pods`: for the dead exporter, words the doc reads as a GPU collector failing,
+    which sent the on-call to the GPU rather than to the exporter that does not answer. Each word now counts the
+    pods /debug shows in that state, and the doc's finding quotes the words the on-call reads."""
+    gpus = fake_gpus(tmp_path, [40, 70, 90])
+    finding = bullet(section("/debug/runtimes: why the adapter decided what it did"), "It does not scale down")
+    with data_path_running(tmp_path, pods=3, gpus=gpus) as path:
+        debug_document(path)
+        gpus[0].set_gpu(0, error=GPU_IS_LOST)
+        path.kill_exporter(2)
+        document = debug_document(path, lambda document: signal_states(document, "stale").get("gpu") == [
+            "pod-0", "pod-2"] and "ready pods stale" in document["reason"])
+    reason, held = document["reason"], " ".join(document["held"].values())
+    assert [pod["name"] for pod in document["pods"] if not pod["fresh"]] == ["pod-2"], document["pods"]
+    assert signal_states(document, "missing") == {}, document["pods"]
+    assert "missing on" not in reason and "missing on" not in held, (reason, held)
+    assert "1 of 3 ready pods stale" in reason, reason
+    assert "gpu stale on 1 of 3 ready pods" in reason, reason  # pod-0: pod-2 is in the count of stale pods
+    for words in ("ready pods stale", "gpu stale on N of M ready pods", "`fresh: false`", "`signals.gpu`"):
+        assert words in finding, f"the finding does not say {words!r}: {finding}"
 
 
 def test_a_refused_exporter_detail_says_what_to_change(two_pods_no_gpu: DataPath) -> None:

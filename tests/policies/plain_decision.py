@@ -39,12 +39,14 @@ from autoscaler.policies.runtime_aggregate import Aggregate
 from autoscaler.policies.runtime_memory import NO_MEMORY, RuntimeMemory
 from autoscaler.policies.served_values import VALUE_SIGNAL
 from autoscaler.policies.signals import (
+    MISSING,
     SIGNAL_CACHE,
     SIGNAL_GPU,
     SIGNAL_MODELS,
     SIGNAL_QUEUE,
     SIGNAL_REQUESTS,
     SIGNALS,
+    STALE,
     SignalStats,
 )
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState
@@ -53,6 +55,12 @@ from tests.policies.plain_policies import plain_smooth
 from tests.support.policy_readings import request_load, stats_of
 
 _METRICS: Final = tuple(ServedMetric)
+
+
+def _states(agg: Aggregate, signal: str, state: str, *, fresh_pods_only: bool = False) -> int:
+    """The pods whose `signal` is in `state` (`fresh_pods_only`: of the pods whose data is fresh)."""
+    return sum(1 for fresh, row in zip(agg.fresh, agg.pod_signals, strict=True)
+               if dict(row)[signal] == state and (fresh or not fresh_pods_only))
 
 
 def _hold(
@@ -73,7 +81,10 @@ def _hold(
         return None if last is None else float(last)
     if last is not None and (computed is None or computed < last):
         if stats.missing:
-            why[term] = f"{SIGNAL_OF[term]} missing on {stats.missing} ready pods; may rise, not fall below {last}"
+            stale, missing = _states(agg, SIGNAL_OF[term], STALE), _states(agg, SIGNAL_OF[term], MISSING)
+            said = " and ".join(words for count, words in ((stale, f"stale on {stale}"),
+                                                           (missing, f"missing on {missing}")) if count)
+            why[term] = f"{SIGNAL_OF[term]} {said} ready pods; may rise, not fall below {last}"
         else:
             why[term] = (f"{SIGNAL_OF[term]} absent on {stats.absent} ready pods (no GPU collector: their load is "
                          f"not in this term); may rise, not fall below {last}")
@@ -197,11 +208,13 @@ def _reason(
     if missing:
         parts.append(f"{missing} of {agg.ready} ready pods stale; holding values (may rise, not fall)")
     for signal in SIGNALS:
-        stats = stats_of(agg, signal)
-        # Load signals share the stale pods counted above; say only what those do not explain.
-        extra = stats.missing if signal == SIGNAL_GPU else stats.missing - missing
-        if stats.present and extra > 0:
-            parts.append(f"{signal} missing on {stats.missing} of {agg.ready} ready pods; holding what uses it")
+        # The stale pods counted above are not said again: a signal stale on a pod whose data is fresh, and one
+        # missing, each as /debug's pods show them.
+        alone = _states(agg, signal, STALE, fresh_pods_only=True)
+        if alone:
+            parts.append(f"{signal} stale on {alone} of {agg.ready} ready pods; holding what uses it")
+        if absent_here := _states(agg, signal, MISSING):
+            parts.append(f"{signal} missing on {absent_here} of {agg.ready} ready pods; holding what uses it")
     parts.extend(f"{what} held: {why}" for what, why in held.items())
     no_gpu = agg.ready > 0 and stats_of(agg, SIGNAL_GPU).absent == agg.ready
     if not stats_of(agg, SIGNAL_GPU).present and no_gpu:
@@ -277,7 +290,7 @@ def plain_decide(
         if metric is ServedMetric.DESIRED_REPLICAS and state is not None:
             state = _capped(state, policy)
         if usable and not may_fall and state is not None and target is not None and target < state.value:
-            held.setdefault(metric.value, "data missing on some ready pod; may rise, not fall")
+            held.setdefault(metric.value, "data not fresh on some ready pod; may rise, not fall")
         if state is not None:
             smoothed[metric] = state
         values[metric] = ServedValue(value=_served(metric, target, state), raw=target,

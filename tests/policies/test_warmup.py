@@ -293,6 +293,11 @@ def replicas_whole(pods: list[Pod], rps_target: float | None) -> bool:
 )
 # Scaled to zero between two refreshes with no pod: the grace period counts from the refresh after it.
 @example(steps=[([], None), ([], 0), ([], None)], grace=20.0, tau=0.0, cap=None, rps_target=None)
+# Two Ready pods at replicas 1, one fresh and one never read: the one never read is a rollout's surge, left out,
+# and the cache pressure is served whole from the pod counted.
+@example(steps=[([(False, None, None, None, None, None)] * 4 + [(True, 1.0, None, None, None, None),
+                                                              (True, None, None, None, None, None)], 1)],
+         grace=0.0, tau=0.0, cap=None, rps_target=None)
 # Two Ready pods fresh, one without its request rate, no GPU and no target_rps_per_pod: the replica count is
 # served at once (from what runs), the request load waits for the rate.
 @example(steps=[([(False, None, None, None, None, None), (False, None, None, None, None, None),
@@ -321,9 +326,17 @@ def test_after_a_restart_the_recommendation_is_never_below_what_runs_and_a_value
             remembered.clear()
             warming_since = None  # pods that come back warm up anew, from their first refresh
             continue
+        # A Ready pod beyond the Deployment's replicas that carries no load is a rollout's surge, left out of the
+        # values (surge_pods.py; hypothesis found 2 Ready pods at replicas 1, one fresh and one never read, the
+        # cache pressure served from the fresh one): the values must be whole over the pods the adapter counts,
+        # as /debug's `counted` names them, and it may leave out only what is beyond the replicas.
+        left_out = {name for name, (counted, _) in view.pods_counted.items() if not counted}
+        ready_pods = sum(pod[0] for pod in pods)
+        assert not left_out or (replicas is not None and len(left_out) <= ready_pods - replicas), view.pods_counted
+        counted_pods = [pod for i, pod in enumerate(pods) if f"pod-{i}" not in left_out]
         for metric in VALUES:
             if view.values[metric].value is not None and metric not in remembered:
-                assert whole(pods, metric), (metric, view.reason)
+                assert whole(counted_pods, metric), (metric, view.reason)
                 remembered.add(metric)
         if had_memory:
             continue  # warm: the usual rules (tests/policies/test_missing_signals.py)
