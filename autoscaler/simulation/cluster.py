@@ -310,7 +310,7 @@ class Cluster:
             # Extra copies take free slots only: every held model is in use, and a runtime whose caches are full
             # of models in use keeps them before a second copy (the churn limit refuses it anyway, unless 0)
             self._rate_check(now, evict=False)
-            loaded = copies.finish(math.inf, self.pods)  # the copies it started, loaded at once (not counted)
+            loaded = copies.finish(math.inf, self.pods, evict=False)  # the copies it started, loaded at once
             for starts in copies.load_start.values():  # loaded long ago, as far as the next round knows
                 for name in starts:
                     starts[name] = -math.inf

@@ -150,8 +150,10 @@ class ModelCopies:
         if not names:
             del self._loading_at[model]
 
-    def finish(self, now: float, pods: Sequence[SimPod]) -> int:
-        """Load the extra copies due by `now` on the pods still there; how many loaded."""
+    def finish(self, now: float, pods: Sequence[SimPod], evict: bool = True) -> int:
+        """Load the extra copies due by `now` on the pods still there; how many loaded. `evict` False: a copy whose
+        pod is full by then is dropped, not loaded over a held model (the warm start's: several copies asked of one
+        pod with one slot free each saw it free, as a copy takes no slot until loaded)."""
         if not self.copying:
             return 0
         by_name = {p.name: p for p in pods}
@@ -160,9 +162,13 @@ class ModelCopies:
             if load.ready_at <= now:
                 self._forget_copy(key)
                 pod = by_name.get(key[1])
-                if pod is not None and key[0] not in pod.cache:
-                    self.load(pod, key[0], now)
-                    loaded += 1
+                if pod is None or key[0] in pod.cache:
+                    continue
+                if not evict and len(pod.cache) >= self.shape.cache_models:
+                    self.load_start.get(key[0], {}).pop(pod.name, None)
+                    continue
+                self.load(pod, key[0], now)
+                loaded += 1
         return loaded
 
     def rate_check(self, now: float, interval: float, pods: Sequence[SimPod], ready: Sequence[SimPod],
