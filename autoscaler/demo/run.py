@@ -382,6 +382,8 @@ class Demo:
                 while (now := self.scenario_time(self.elapsed())) < self.duration:
                     if (failure := self.fleet.adapter_failure()) is not None:
                         raise DemoError(failure)
+                    if hpa.done() and isinstance(gone := hpa.exception(), BrokenPipeError):
+                        raise gone  # the HPA's line found the reader gone: the demo ends as on any line (`command`)
                     await self.advance(session)
                     await asyncio.sleep(min(0.5, max(0.0, self.duration - now)))
                     if self.elapsed() >= next_report:
