@@ -64,6 +64,17 @@ HOST_MISMATCH_HINT: Final = (
     "address or another Service's name"
 )
 
+TIMEOUT_DOCS: Final = "docs/operations.md#4-optional-prometheus-and-dashboards"
+"""Where the docs say what a slow Prometheus needs (cores, a longer timeout), as the timeout lines name it."""
+
+
+def timeout_hint(timeout_s: float) -> str:
+    """What a read timeout's line adds to urllib3's words (`Read timed out. (read timeout=5.0)`), which name no
+    setting, where a 401's names --prometheus-token-file: the flag whose limit it met, and what to change."""
+    return (f"no answer within --prometheus-timeout {timeout_s:g} s: give Prometheus cores (PromQL evaluates each "
+            f"query on one core), or raise --prometheus-timeout ({TIMEOUT_DOCS})")
+
+
 LOGIN_HINT: Final = (
     "a login proxy in front of Prometheus? Give it a token (--prometheus-token-file), or check --prometheus-url"
 )

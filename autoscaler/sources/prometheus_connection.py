@@ -96,7 +96,8 @@ class PrometheusConnection:
 
     def request(self, promql: str, params: dict[str, str]) -> Any:
         """One request of the query API (`prometheus_request.ask`): its failures are `PrometheusSourceError`s."""
-        return ask(self.client, promql, params, url=self.url, shown_url=self.shown_url, ca_file=self._ca_file)
+        return ask(self.client, promql, params, url=self.url, shown_url=self.shown_url, ca_file=self._ca_file,
+                   timeout_s=self.timeout_s)
 
     def cut(self) -> int:
         """Shut the connections still open, from any thread (`CuttableAdapter.cut`); how many there were."""

@@ -1,5 +1,5 @@
 """Whether Prometheus keeps every pod's series in every answer: its `--query.lookback-delta` and the exporters'
-scrape interval, measured once and said once when they do not fit.
+scrape interval, measured while pods keep losing their series or turning stale, and each new finding said once.
 
 An instant query finds a series only if it has a sample within the lookback-delta before the query's time. With a
 lookback-delta shorter than the scrape interval, a query between two scrapes finds nothing: pods go absent and
@@ -13,18 +13,23 @@ Neither is a guess here. The lookback-delta is the engine's own flag, as /api/v1
 and Thanos Query serve the page (Mimir and VictoriaMetrics do not: then it is not said), and both read `0s`, which
 is also what Thanos Query's page says when the flag is not given, as PromQL's default of 5m. The flags tell the
 engines apart (`engine_of`), so the advice names the flag of the one that answers. The scrape interval is the
-spacing of the pod's samples of `NEWEST_SCRAPE_SERIES` over the last `SPACING_WINDOW_S`, read with a range
-selector (which no lookback-delta bounds): the series that says when the pod was last scraped with its signals,
+spacing of the pod's newest samples of `NEWEST_SCRAPE_SERIES` (the median of its last `RECENT_GAPS` gaps, within
+the last `SPACING_WINDOW_S`: a PodMonitor's interval raised 3 minutes ago, after 7 minutes at the old one, is the
+new one, where the median of all 10 minutes' gaps was the old one), read with a range selector (which no
+lookback-delta bounds): the series that says when the pod was last scraped with its signals,
 not the exporter's success time, which a job that keeps only the exporter's own series (beside ours, scraping
 more often) also has. The samples of all the pod's series of it (one per job) are taken together: a pod scraped by
 two jobs has its signals as often as both scrape it. The check runs at the first round that reaches Prometheus
 and shows what such settings cause (an empty answer, a Ready pod without series, a pod whose sample is older than
-`max_staleness_s`), and again, while that lasts, until a spacing is measured: `FIRST_RECHECK_S` later, then twice
-as long each time up to `RECHECK_S` (an adapter started with Prometheus finds no samples yet, and a pod scraped a
-minute ago has one): a few requests once a run, none while all is well. Its reads share the refresh's deadline
-with the round (`PrometheusReader.begin_refresh`); one cut by it, or by a read timeout, is asked again on the same
-schedule (what the spacing shows is said at once, the lookback-delta once the flags are read): a slow Prometheus
-once must not end the check for the run.
+`max_staleness_s`), and again while rounds still show it: `FIRST_RECHECK_S` later, then twice as long each time up
+to `RECHECK_S`, whatever the check found (an adapter started with Prometheus finds no samples yet, and a pod
+scraped a minute ago has one; a check run after a Prometheus restart measured the right interval, and a
+PodMonitor's interval raised later to over `max_staleness_s` was never said while the HPA got 503s every
+interval): a few requests every 5 minutes at most, none while all is well. Each finding is said once; a check
+that finds everything fits forgets what was said, so that the same misfit coming back is said again. Its reads
+share the refresh's deadline with the round (`PrometheusReader.begin_refresh`); one cut by it, or by a read
+timeout, is asked again on the same schedule (what the spacing shows is said at once, the lookback-delta once the
+flags are read): a slow Prometheus once must not end the check for the run.
 """
 
 from __future__ import annotations
@@ -49,12 +54,15 @@ LOOKBACK_FLAG: Final = "query.lookback-delta"
 SPACING_WINDOW_S: Final = 600.0
 """How far back one pod's samples are read to measure their spacing: ten scrapes of a 60 s interval."""
 
+RECENT_GAPS: Final = 5
+"""How many of the newest gaps between a pod's samples tell their spacing: recent enough for an interval changed
+a few scrapes ago, and a median that one missed scrape (one gap twice as long) does not move."""
+
 FIRST_RECHECK_S: Final = 30.0
 """How long after the first check that measured no spacing the next one runs (a few scrapes of a 15 s interval)."""
 
 RECHECK_S: Final = 300.0
-"""The longest wait between checks that measured no spacing (each waits twice the one before, from
-`FIRST_RECHECK_S`)."""
+"""The longest wait between two checks (each waits twice the one before, from `FIRST_RECHECK_S`)."""
 
 DEFAULT_LOOKBACK_S: Final = 300.0
 """PromQL's lookback-delta where the flag reads `0s` (Prometheus's and Thanos Query's engines both)."""
@@ -125,11 +133,12 @@ def lookback_of(flags: Mapping[str, str]) -> float | None:
 
 
 def spacing_s(times: Sequence[float]) -> float | None:
-    """The usual time between consecutive samples (the median gap: a missed scrape makes one gap twice as long);
-    None with fewer than two samples."""
+    """The usual time between the newest consecutive samples (the median of the last `RECENT_GAPS` gaps: a missed
+    scrape makes one gap twice as long; older gaps may be of an interval changed since); None with fewer than two
+    samples."""
     ordered = sorted(times)
     gaps = [later - earlier for earlier, later in itertools.pairwise(ordered) if later > earlier]
-    return statistics.median(gaps) if gaps else None
+    return statistics.median(gaps[-RECENT_GAPS:]) if gaps else None
 
 
 def advice(lookback_s: float | None, spacing: float, max_staleness_s: float, pod: str,
@@ -157,42 +166,42 @@ def advice(lookback_s: float | None, spacing: float, max_staleness_s: float, pod
 
 
 class LookbackCheck:
-    """Measures the lookback-delta and the scrape interval at the first round that reaches Prometheus, until a
-    spacing is measured and the flags are read (or known not to be served); says what does not fit, once."""
+    """Measures the lookback-delta and the scrape interval at the first round that reaches Prometheus and shows
+    what they would cause, and again, while rounds still show it, at most every `RECHECK_S`; says each new finding
+    that does not fit once."""
 
     def __init__(self, url: str, max_staleness_s: float) -> None:
         self._url = url
         self.max_staleness_s = max_staleness_s
         """The default policy's, which a stale sample is told by."""
-        self._next_at: float | None = 0.0  # when the next check is due; None once its flags are read too
-        self._wait_s = FIRST_RECHECK_S  # how long after a check left unfinished the next one runs
-        self._spacing: tuple[float, str] | None = None  # the spacing measured, and the pod (NS/POD) it is of
-        self._said: set[str] = set()  # the advice's parts said: each once a run
+        self._next_at = 0.0  # when the next check is due (at the first round from then that shows the symptom)
+        self._wait_s = FIRST_RECHECK_S  # how long after this check the next one runs
+        self._said: set[str] = set()  # the advice's parts said (without the pod's name): each once
 
     def due(self, now: float) -> bool:
-        return self._next_at is not None and now >= self._next_at
+        return now >= self._next_at
 
     async def run(self, reader: CheckReads, pod: PodRef, selector: str, now: float) -> None:
         """Measure with `reader` (the spacing of `pod`'s series `selector`, with its labels: all its series'
         samples together) and warn for what does not fit; a read the refresh's deadline cuts is asked again
-        later (`OutOfTime`)."""
+        later (`OutOfTime`). Each run measures anew: the interval, or Prometheus's flags, may have changed since."""
+        measured: tuple[float, str] | None = None  # the spacing, and the pod (NS/POD) it is of
         try:
-            if self._spacing is None:
-                times = [at for series in await reader.sample_times(selector, SPACING_WINDOW_S) for at in series]
-                spacing = spacing_s(times)
-                if spacing is None:
-                    self._again(now, f"no spacing of {'/'.join(pod)}'s samples yet")
-                    return
-                self._spacing = spacing, "/".join(pod)
+            times = [at for series in await reader.sample_times(selector, SPACING_WINDOW_S) for at in series]
+            spacing = spacing_s(times)
+            if spacing is None:
+                self._again(now, f"no spacing of {'/'.join(pod)}'s samples yet")
+                return
+            measured = spacing, "/".join(pod)
             flags = await reader.flags()
         except OutOfTime as cut:
             self._again(now, str(cut))
-            if self._spacing is not None:  # what the spacing shows needs no flags
-                self._say(self._spacing, None, PROMETHEUS)
+            if measured is not None:  # what the spacing shows needs no flags
+                self._say(measured, None, PROMETHEUS, whole=False)
             return
-        self._next_at = None
-        self._say(self._spacing, None if flags is None else lookback_of(flags),
-                  PROMETHEUS if flags is None else engine_of(flags))
+        self._again(now, f"{measured[1]}'s samples are {measured[0]:.0f} s apart")
+        self._say(measured, None if flags is None else lookback_of(flags),
+                  PROMETHEUS if flags is None else engine_of(flags), whole=True)
 
     def _again(self, now: float, why: str) -> None:
         """Check again at the first refresh `_wait_s` from now that still shows the symptom."""
@@ -200,12 +209,17 @@ class LookbackCheck:
         log.debug("%s: checking the scrape interval again in %.0f s", why, self._wait_s)
         self._wait_s = min(2 * self._wait_s, RECHECK_S)
 
-    def _say(self, measured: tuple[float, str], lookback_s: float | None, engine: QueryEngine) -> None:
-        """Warn for what does not fit and was not said yet this run (`measured`: the spacing, and its pod)."""
+    def _say(self, measured: tuple[float, str], lookback_s: float | None, engine: QueryEngine, *,
+             whole: bool) -> None:
+        """Warn for what does not fit and was not said yet (`measured`: the spacing, and its pod; another pod with
+        the same finding is no new finding). A `whole` check (the flags read, or known not served) that finds
+        everything fits forgets what was said: the same misfit coming back later is news."""
         spacing, pod = measured
-        said = [part for part in advice(lookback_s, spacing, self.max_staleness_s, pod, engine)
-                if part not in self._said]
-        self._said.update(said)
+        parts = advice(lookback_s, spacing, self.max_staleness_s, pod, engine)
+        if whole and not parts:
+            self._said.clear()
+        said = [part for part in parts if part.replace(pod, "") not in self._said]
+        self._said.update(part.replace(pod, "") for part in said)
         if said:
             log.warning("%s at %s cannot keep every pod's series in every answer: %s", engine.name, self._url,
                         "; and ".join(said))

@@ -22,13 +22,15 @@ from autoscaler.sources.prometheus_answers import (
     PrometheusSourceError,
     not_json,
     not_sent,
+    timeout_hint,
     tls_failed,
 )
 
 
 def ask(client: PrometheusConnect, promql: str, params: dict[str, str], *, url: str, shown_url: str,
-        ca_file: str | None) -> Any:
-    """The library call, with every exception it can raise turned into a PrometheusSourceError."""
+        ca_file: str | None, timeout_s: float) -> Any:
+    """The library call, with every exception it can raise turned into a PrometheusSourceError; a read timeout's
+    names `--prometheus-timeout` (`timeout_s`) and what to do, as a 401's names its flag."""
     try:
         return client.custom_query(promql, params=params)
     except PrometheusSourceError:  # from `check_answer`: said already
@@ -38,10 +40,13 @@ def ask(client: PrometheusConnect, promql: str, params: dict[str, str], *, url: 
     except requests.exceptions.SSLError as error:  # before ConnectionError, which it is
         raise tls_failed(url, error) from error
     except requests.exceptions.Timeout as error:  # before ConnectionError: ConnectTimeout is both
-        raise PrometheusSourceError(REASON_TIMEOUT, f"{shown_url}: {_without_query(error)}") from error
+        raise PrometheusSourceError(
+            REASON_TIMEOUT, f"{shown_url}: {_without_query(error)}; {timeout_hint(timeout_s)}") from error
     except (requests.exceptions.ConnectionError, requests.exceptions.RetryError) as error:
-        reason = REASON_TIMEOUT if _timed_out(error) else REASON_CONNECT
-        raise PrometheusSourceError(reason, f"{shown_url}: {_without_query(error)}") from error
+        if _timed_out(error):
+            raise PrometheusSourceError(
+                REASON_TIMEOUT, f"{shown_url}: {_without_query(error)}; {timeout_hint(timeout_s)}") from error
+        raise PrometheusSourceError(REASON_CONNECT, f"{shown_url}: {_without_query(error)}") from error
     except PrometheusApiClientException as error:
         raise PrometheusSourceError(REASON_HTTP, f"{shown_url}: {error}") from error
     except (ValueError, KeyError, TypeError) as error:  # JSONDecodeError is a ValueError

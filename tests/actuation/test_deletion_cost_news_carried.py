@@ -1,12 +1,12 @@
 """A refused deletion-cost write is said over once the pod carries the cost wanted, written or not.
 
-The log promises one WARNING when writes in a namespace are refused (403: a Role without `patch` on pods), and
-one INFO line `deletion costs are written again ...` when they are over (docs/operations.md, The wrong pod is
-removed). The news closed a refusal only when that very pod was written. Where the pod's wanted cost went back
-to the one already on it (the load moved back), there was nothing to write, so the INFO line did not come until
-the refused write's 5-minute retry, or never where a Lease hand-over came first; and meanwhile a new refusal
-in that namespace, for another pod (a Role broken again), was logged at DEBUG only: the refusal read as still
-the one warned about.
+The log promises one WARNING when writes in a namespace are refused (403: a Role without `patch` on pods), and one
+INFO line `deletion costs are written again ...` when they are over (docs/operations.md, Troubleshooting: "The wrong
+pod is removed"). The news closed a refusal only when that very pod was written. Where the pod's wanted cost went
+back to the one already on it (the load moved back), there was nothing to write, so the INFO line did not come until
+the refused write's 5-minute retry, or never where a Lease hand-over came first; and meanwhile a new refusal in that
+namespace, for another pod (a Role broken again), was logged at DEBUG only: the refusal read as still the one warned
+about.
 
 The writer runs against the fake Kubernetes API with real pod discovery watching it, as `serve` wires them.
 """

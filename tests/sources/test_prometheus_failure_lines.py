@@ -131,3 +131,26 @@ async def test_the_outage_line_says_the_values_are_unknown_not_held(
     for [line] in (first, second):
         assert 'values unknown (503 "metric source down"), the HPAs hold their replicas' in line, line
         assert "holding last good samples" not in line, line
+
+
+async def test_a_query_timeout_names_the_flag_and_the_docs_section(
+        aiohttp_server: AiohttpServer, caplog: pytest.LogCaptureFixture) -> None:
+    """A reviewer behind a slow proxy read `failed (timeout): http://...: Pool(...): Read timed out. (read
+    timeout=5.0)`, urllib3's words only, where a 401 names --prometheus-token-file and a 404 --prometheus-url: the
+    line, and /debug's problem, name --prometheus-timeout and where the docs say what to do."""
+    answering = Answering()
+    answering.answer = "stall"
+    clock = SteppedClock(time.time())
+    source = await source_of(aiohttp_server, answering, clock)
+    try:
+        with caplog.at_level(logging.INFO, logger=source_module.__name__):
+            (snapshot,) = await source.collect(clock())
+        [problem] = source.problems(snapshot.key)
+    finally:
+        await source.close()
+
+    [line] = warnings_of(caplog)
+    assert "failed (timeout): " in line, line
+    for said in (line, problem.detail):
+        assert "--prometheus-timeout 0.5 s" in said, said
+        assert "docs/operations.md#4-optional-prometheus-and-dashboards" in said, said
