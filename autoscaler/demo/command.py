@@ -17,6 +17,7 @@ from autoscaler.demo.fleet import PROCESS_STOP_S
 from autoscaler.demo.orphans import adopt_orphans, spare
 from autoscaler.demo.run import Demo, DemoError
 from autoscaler.demo.workdir_janitor import Janitor
+from autoscaler.simulation.simulate_out import closed_pipe
 
 STOPPING_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -43,6 +44,11 @@ async def _run_until_signalled(demo: Demo) -> int:
         with contextlib.suppress(OSError):  # a terminal hung up: nowhere to say it
             print("\ninterrupted: every process stopped.")
         return 130
+    except BrokenPipeError:
+        # A reader that stopped early (`demo | head`, `less` left with `q`): the processes are stopped by now (the
+        # error left `DemoFleet.running`), and the demo ends as `simulate` does then: no word, status 141, its
+        # directory removed (not kept as for a failure: nothing failed).
+        return closed_pipe()
     except DemoError as error:
         print(f"demo: {error}; every process stopped; their log is kept in {demo.workdir}/processes.log",
               file=sys.stderr)

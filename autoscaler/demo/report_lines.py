@@ -17,15 +17,27 @@ POD_COLUMNS = ("true req/s", "exporter req/s", "deletion cost", "models only it 
 POD_TABLE_HEADER = "  pod     " + "".join(f"   {heading}" for heading in POD_COLUMNS)
 
 
+STARTING = " (starting)"
+"""After a pod's name, where it is not Ready yet: in the blanks before its first value (`pod_table_row`)."""
+
+
 def pod_table_row(name: str, true_rps: float, exporter_rps: float | None, cost: int | None, unique: int | None,
                   ready: bool) -> str:
     """One pod's line of the table, each value right-aligned under the end of its heading; `-` for what is not
-    known yet (an exporter that has not answered, a pod the adapter has not ranked)."""
+    known yet (an exporter that has not answered, a pod the adapter has not ranked). A pod not Ready yet says so
+    after its name, in the blanks before its first value: said after the last column, its row ran to 92 columns
+    where the table is 80, and an 80-column terminal put `(starting)` on a line of its own, read as a row."""
     cells = (f"{true_rps:.0f}", "-" if exporter_rps is None else f"{exporter_rps:.1f}",
              "-" if cost is None else str(cost), "-" if unique is None else str(unique))
     row = f"  {name:8}" + "".join(f"   {cell:>{len(heading)}}" for cell, heading in zip(cells, POD_COLUMNS,
                                                                                           strict=True))
-    return row if ready else f"{row}  (starting)"
+    if ready:
+        return row
+    after_name = 2 + len(name)
+    said = row[:after_name] + STARTING
+    if row[after_name:len(said) + 1].strip():  # a first value too wide to leave the room (never at 0 req/s)
+        return f"{row} {STARTING}"
+    return said + row[len(said):]
 
 
 RATE_PER_POD = MetricSpec("modelmesh_pod_requests_per_second", "Pods", "AverageValue", TARGET_RPS_PER_POD)

@@ -16,7 +16,6 @@ the processes, and the story was over before the adapter served anything (`first
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from autoscaler.demo.hot_model import hot_model_pods, pod_loads
 from autoscaler.demo.pod_costs import costs_on_pods
 from autoscaler.demo.removals import removal_preview, scale_down
 from autoscaler.demo.report_lines import POD_TABLE_HEADER, RATE_PER_POD, average_hpa_line, pod_table_row, served_value
+from autoscaler.demo.say import say, say_as_is, say_command
 from autoscaler.demo.scale_reasons import served_replicas, why_scaled
 from autoscaler.demo.scenario import DEMO_BEHAVIOR, DESIRED, PHASES, SCALE_DOWN_TAU_S, TARGET_RPS_PER_POD, Phase
 from autoscaler.demo.short_run import StoryProgress, not_shown
@@ -108,16 +108,14 @@ class Demo:
                    "not Ready is the first a scale-down removes" if starting else
                    f"{', '.join(waiting)} not ranked by the adapter after {self.start_timeout:g} s (--start-timeout): "
                    "a pod without a deletion cost is read as 0, the first a scale-down removes")
-            print(f"\n[{elapsed:4.0f}s] {due.title.split(':')[0]} with {why}")
-            sys.stdout.flush()
+            say(f"\n[{elapsed:4.0f}s] {due.title.split(':')[0]} with {why}")
             return due
         if due is not self.held_for:
             self.held_for = due
             one = len(waiting) == 1
-            print(f"\n[{elapsed:4.0f}s] {due.title.split(':')[0]} once {', '.join(waiting)} "
-                  f"{'has' if one else 'have'} started and the adapter has ranked {'it' if one else 'them'} "
-                  f"(waiting at most {self.start_timeout:g} s, --start-timeout)")
-            sys.stdout.flush()
+            say(f"\n[{elapsed:4.0f}s] {due.title.split(':')[0]} once {', '.join(waiting)} "
+                f"{'has' if one else 'have'} started and the adapter has ranked {'it' if one else 'them'} "
+                f"(waiting at most {self.start_timeout:g} s, --start-timeout)")
         self.held += waited
         return self.phase
 
@@ -133,8 +131,7 @@ class Demo:
         only with the periodic table, and a scale-up the new load caused was printed before the load."""
         phase = self.next_phase(elapsed)
         if phase is not self.phase:
-            print(f"\n[{elapsed:4.0f}s] phase {PHASES.index(phase) + 1} of {len(PHASES)} begins: {phase.title}")
-            sys.stdout.flush()
+            say(f"\n[{elapsed:4.0f}s] phase {PHASES.index(phase) + 1} of {len(PHASES)} begins: {phase.title}")
             if phase is PHASES[-1]:
                 self.progress.dropped_at = elapsed
         self.apply_phase(phase)
@@ -166,9 +163,8 @@ class Demo:
             # longer counts it for the pods that held it (demo-0 read 6 though demo-1 held the hot model).
             for pod in moved:
                 pod.fake.load_copy(hot_model)
-            print(f"\n[{self.elapsed():4.0f}s] ModelMesh loads the hot model again on "
-                  f"{', '.join(p.name for p in moved)}: a copy's pod was removed, and a hot model keeps its copies")
-            sys.stdout.flush()
+            say(f"\n[{self.elapsed():4.0f}s] ModelMesh loads the hot model again on "
+                f"{', '.join(p.name for p in moved)}: a copy's pod was removed, and a hot model keeps its copies")
         loads = pod_loads([p.name for p in ready], copies, phase.background_per_pod * self.initial, phase.hot)
         for pod in self.fleet.pods:
             rps = round(loads.get(pod.name, 0.0), 6)
@@ -271,8 +267,7 @@ class Demo:
                     removed.append(words)
                     await self.fleet.remove_pod(name)
             what = f"; removed {'; '.join(removed)}" if removed else f"; added {', '.join(added)}" if added else ""
-            print(f"\n[{self.elapsed():4.0f}s] HPA: {decision.reason} ({why_scaled(debug, self.debug_missed)}){what}")
-            sys.stdout.flush()
+            say(f"\n[{self.elapsed():4.0f}s] HPA: {decision.reason} ({why_scaled(debug, self.debug_missed)}){what}")
             self.apply_phase(self.phase)  # the load moves with the pods now, not at the scenario's next step
 
     async def report(self, session: aiohttp.ClientSession) -> None:
@@ -291,31 +286,31 @@ class Demo:
         ranked = {name: shown for name, shown in adapter_ranked.items() if name in listed}
         costs = {name: cost for name, (cost, _) in ranked.items()}
         ready = sum(1 for p in pods if p.ready)
-        print(f"\n[{self.elapsed():4.0f}s] {self.phase.title}")
-        print(f"  replicas {len(pods)} ({ready} ready)")
-        print(POD_TABLE_HEADER)
+        say(f"\n[{self.elapsed():4.0f}s] {self.phase.title}")
+        say(f"  replicas {len(pods)} ({ready} ready)")
+        say_as_is(POD_TABLE_HEADER)
         for pod in pods:
             cost, unique = ranked.get(pod.name, (None, None))
-            print(pod_table_row(pod.name, pod.fake.load.requests_per_second, rates.get(pod), cost, unique,
-                                pod.ready))
+            say_as_is(pod_table_row(pod.name, pod.fake.load.requests_per_second, rates.get(pod), cost, unique,
+                                    pod.ready))
         self.shown_costs = costs
         known = {pod.name: rate for pod in pods if (rate := rates.get(pod)) is not None}
         hpa_pods = [HpaPod(p.name, p.ready) for p in pods]
         if (line := average_hpa_line(hpa_pods, known, self.spec)) is not None:
-            print(line)
+            say(line)
         true_rates = {pod.name: pod.fake.load.requests_per_second for pod in pods if pod.ready}
         if (line := blind_spot_line(RATE_PER_POD, hpa_pods, true_rates, self.spec.tolerances,
                                     self.spec.max_replicas)) is not None:
-            print(line)
-        print(f"  adapter serves: request_load={served[ServedMetric.REQUEST_LOAD]}  "
-              f"desired_replicas={served[ServedMetric.DESIRED_REPLICAS]}  "
-              f"cache_pressure={served[ServedMetric.CACHE_PRESSURE]}  gpu_busy={served[ServedMetric.GPU_BUSY]}")
+            say(line)
+        # One blank between the values: a line wrapped at two blanks reads back with one (`say`).
+        say(f"  adapter serves: request_load={served[ServedMetric.REQUEST_LOAD]} "
+            f"desired_replicas={served[ServedMetric.DESIRED_REPLICAS]} "
+            f"cache_pressure={served[ServedMetric.CACHE_PRESSURE]} gpu_busy={served[ServedMetric.GPU_BUSY]}")
         # Costs are written only while the runtime's values are known (docs/design.md, Choosing the pod to
         # remove): before the first served value, the ranking the adapter shows is not on the pods yet
         written = answers[ServedMetric.DESIRED_REPLICAS][1] is not None
         if written and (line := removal_preview(costs, [pod.name for pod in pods])) is not None:
-            print(line)
-        sys.stdout.flush()
+            say(line)
 
     def describe_policy(self) -> str:
         return (f"policy: HPA on {DESIRED.describe()}, replicas {self.spec.min_replicas}..{self.spec.max_replicas}, "
@@ -335,9 +330,8 @@ class Demo:
 
         The scenario's clock starts then, not when the processes answer: on a slow machine the adapter answered
         "starting", then 503, until 25 s of a 40 s run, and the hot model had gone before it served a value."""
-        print(f"waiting for the adapter's first value for {NAMESPACE}/{DEPLOYMENT} (at most "
-              f"{self.start_timeout:g} s, --start-timeout)")
-        sys.stdout.flush()
+        say(f"waiting for the adapter's first value for {NAMESPACE}/{DEPLOYMENT} (at most "
+            f"{self.start_timeout:g} s, --start-timeout)")
         self.apply_phase(PHASES[0])
         waiting_since = time.monotonic()
         port = self.fleet.adapter_port
@@ -346,15 +340,13 @@ class Demo:
                 raise DemoError(failure)
             if self.fleet.adapter_port != port:
                 port = self.fleet.adapter_port
-                print(f"the adapter's port was taken by another program before it listened; it listens on "
-                      f"https://127.0.0.1:{port} instead")
-                sys.stdout.flush()
+                say(f"the adapter's port was taken by another program before it listened; it listens on "
+                    f"https://127.0.0.1:{port} instead")
             answered = await self.answer(session, ServedMetric.DESIRED_REPLICAS)
             shown, value = served_value(ServedMetric.DESIRED_REPLICAS, answered)
             if value is not None:
-                print(f"the adapter serves desired_replicas={shown} after {time.monotonic() - waiting_since:.0f} s: "
-                      f"the scenario starts")
-                sys.stdout.flush()
+                say(f"the adapter serves desired_replicas={shown} after {time.monotonic() - waiting_since:.0f} s: "
+                    f"the scenario starts")
                 return
             if time.monotonic() - waiting_since >= self.start_timeout:
                 said = ("none (it does not take connections yet)" if answered is None else
@@ -368,20 +360,22 @@ class Demo:
 
     async def run(self) -> None:
         async with self.fleet.running(self.initial), aiohttp.ClientSession() as session:
-            print(self.describe_start(self.fleet.adapter_port))
-            print(self.describe_policy())
-            print(f"try: curl -sk 'https://127.0.0.1:{self.fleet.adapter_port}/apis/{GROUP_VERSION}/namespaces/"
-                  f"{NAMESPACE}/modelmesh_desired_replicas?labelSelector=deployment%3D{DEPLOYMENT}'")
-            sys.stdout.flush()
+            say(self.describe_start(self.fleet.adapter_port))
+            say(self.describe_policy())
+            # In double quotes: a URL wrapped with the shell's backslash-newline reads back whole there (`say`).
+            say_command(f'try: curl -sk "https://127.0.0.1:{self.fleet.adapter_port}/apis/{GROUP_VERSION}/namespaces/'
+                        f'{NAMESPACE}/modelmesh_desired_replicas?labelSelector=deployment%3D{DEPLOYMENT}"')
             await self.first_value(session)
             self.started = time.monotonic()
-            print(f"\n[{0:4.0f}s] phase 1 of {len(PHASES)} begins: {self.phase.title}")
+            say(f"\n[{0:4.0f}s] phase 1 of {len(PHASES)} begins: {self.phase.title}")
             hpa = asyncio.create_task(self.autoscale(session))
             try:
                 next_report = self.interval
                 while (now := self.scenario_time(self.elapsed())) < self.duration:
                     if (failure := self.fleet.adapter_failure()) is not None:
                         raise DemoError(failure)
+                    if hpa.done() and isinstance(gone := hpa.exception(), BrokenPipeError):
+                        raise gone  # the HPA's line found the reader gone: the demo ends as on any line (`command`)
                     await self.advance(session)
                     await asyncio.sleep(min(0.5, max(0.0, self.duration - now)))
                     if self.elapsed() >= next_report:
@@ -391,7 +385,7 @@ class Demo:
                 hpa.cancel()
                 await asyncio.gather(hpa, return_exceptions=True)
             await self.say_what_was_not_shown(session)
-        print("\ndemo finished: every process stopped.")
+        say("\ndemo finished: every process stopped.")
 
     async def say_what_was_not_shown(self, session: aiohttp.ClientSession) -> None:
         """At the end of a run too short for its story, what it did not show and why (`short_run`)."""
@@ -400,4 +394,4 @@ class Demo:
                               replicas=len(self.fleet.pods), min_replicas=self.spec.min_replicas,
                               max_replicas=self.spec.max_replicas, initial=self.initial, desired=shown,
                               tau_s=SCALE_DOWN_TAU_S):
-            print(f"\n[{self.elapsed():4.0f}s] {line}")
+            say(f"\n[{self.elapsed():4.0f}s] {line}")

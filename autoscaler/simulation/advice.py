@@ -26,7 +26,7 @@ from autoscaler.simulation.figures import ratio_text
 from autoscaler.simulation.goal import LABELS, POD_HOURS, delay_limit
 from autoscaler.simulation.goal_ceiling import FIELD
 from autoscaler.simulation.hpa import SYNC_PERIOD_S
-from autoscaler.simulation.hpa_spec import DOWNSCALE_STABILIZATION_S
+from autoscaler.simulation.hpa_windows import DOWN_WINDOW, UP_WINDOW, WINDOWS, window_of
 from autoscaler.simulation.rate_check import SCALEUP_RPM_RANGE
 from autoscaler.simulation.rerun import Rerun
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
@@ -37,7 +37,6 @@ POLICY: Final = "skew-aware"
 MIN_REPLICAS: Final = "min_replicas"
 """skew-aware's own floor (the policy file's key): raised there, mean-hpa keeps the HPA's minReplicas. Advised as
 `--min-replicas`, the compare run raised mean-hpa's floor too and read 0.954x while skew-aware's delays fell 6x."""
-HPA_WINDOW: Final = "behavior.scaleDown.stabilizationWindowSeconds"
 RAISE, LOWER = "raise", "lower"
 
 FIELDS: Final = {"pod_hours": "pod_hours", "delayed": "delayed_requests",
@@ -87,8 +86,12 @@ LEVERS: Final = (
           "the served replicas fall faster after a peak"),
     Lever("pod_hours", "target_gpu_busy", RAISE, _by(0.1, 0.05, 0.95), "delayed",
           "each pod runs busier, so fewer pods carry the load"),
-    Lever("pod_hours", HPA_WINDOW, LOWER, lambda now: float(SHIPPED_BEHAVIOR.scale_down.stabilization_window_s),
-          "delayed", "the HPA scales down without waiting out the window (the shipped behavior's)"),
+    Lever("pod_hours", DOWN_WINDOW, LOWER, lambda now: float(SHIPPED_BEHAVIOR.scale_down.stabilization_window_s),
+          "delayed", "the HPA scales down without waiting out the window (the shipped behavior's; the rest of the "
+          "--hpa-behavior file as given)"),
+    Lever("delayed", UP_WINDOW, LOWER, lambda now: float(SHIPPED_BEHAVIOR.scale_up.stabilization_window_s),
+          "pod_hours", "the HPA scales up without waiting out the window (the shipped behavior's; the rest of the "
+          "--hpa-behavior file as given)"),
     Lever("delayed", "scale_down_tau_s", RAISE, _times(2, high=SCALE_DOWN_TAU_RANGE_S[1]), "pod_hours",
           "the served replicas fall slower, so pods are there when the load comes back"),
     Lever("delayed", "target_gpu_busy", LOWER, _by(-0.1, 0.05, 0.95), "pod_hours",
@@ -108,11 +111,10 @@ def _now(lever: Lever, rerun: Rerun, report: Mapping[str, Any]) -> float | None:
         floor = max(rerun.min_replicas, rerun.policy.min_replicas or 0)
         # a floor skew-aware never came down to holds no pod: raising it changes nothing (a busy 6 h at 4 pods)
         return float(floor) if report["policies"][POLICY].get("least_replicas", floor) <= floor else None
-    if lever.setting == HPA_WINDOW:
+    if lever.setting in WINDOWS:
         if rerun.hpa_behavior is None:  # the shipped behavior already
             return None
-        behavior = rerun.behavior  # None: an HPA without behavior, the controller's own window
-        return float(DOWNSCALE_STABILIZATION_S if behavior is None else behavior.scale_down.stabilization_window_s)
+        return float(window_of(rerun.behavior, lever.setting))  # None: an HPA without behavior, the controller's
     if lever.setting == "queue_drain_s" and not cluster.get("queue_timed", True):
         return None  # an untimed queue reports no delay: the queue term never proposes
     value = getattr(rerun.policy, lever.setting)
@@ -128,10 +130,10 @@ def _setting(lever: Lever, rerun: Rerun, report: Mapping[str, Any]) -> dict[str,
         tried = float(min(int(tried), _highest_floor(rerun)))
     if tried == now or (lever.direction == RAISE) != (tried > now):
         return None
-    where = "--hpa-behavior" if lever.setting == HPA_WINDOW else "--config defaults:"
-    key = "hpa_behavior" if lever.setting == HPA_WINDOW else lever.setting
+    where = "--hpa-behavior" if lever.setting in WINDOWS else "--config defaults:"
     return {"setting": lever.setting, "in": where, "direction": lever.direction, "now": _number(now),
-            "try": _number(tried), "costs": lever.costs, "why": lever.why, "command": rerun.command(key, tried)}
+            "try": _number(tried), "costs": lever.costs, "why": lever.why,
+            "command": rerun.command(lever.setting, tried)}
 
 
 def _highest_floor(rerun: Rerun) -> int:
@@ -209,10 +211,14 @@ def _stuck_fix(report: Mapping[str, Any], rerun: Rerun) -> dict[str, Any] | None
                  f"{rpm})" if stuck and low <= rpm <= high and rpm < cluster["scaleup_rpm"] else "")
     if crowded:  # copies each under what a pod serves, together over it: only a lower threshold still copies them
         threshold += ", or MM_SCALEUP_RPM_THRESHOLD at the rate the crowded pods' warning names (--scaleup-rpm)"
+    # With the bound's run where this one had it: the delay part's "out of reach" is this untimed run's bound, and
+    # printed after the timed command it read as that command's (0.795x untimed, where the timed run had 0.147x)
+    bound = "bound" in report
+    replayed = "fixed-max beside both policies: its Bound line is the timed one" if bound else "both policies"
     return {"text": f"first, ModelMesh's untimed copies held requests on pods that could not serve them (the "
                     f"--queue-untimed warning): annotate the ServingRuntime perModelConcurrencyLimit so that "
-                    f"ModelMesh times the queue (replayed timed by the command below, both policies){threshold}",
-            "command": rerun.cluster_command("timed", drop=("--queue-untimed", "--scaleup-rpm"))}
+                    f"ModelMesh times the queue (replayed timed by the command below, {replayed}){threshold}",
+            "command": rerun.cluster_command("timed", drop=("--queue-untimed", "--scaleup-rpm"), bound=bound)}
 
 
 def _out_of_reach(report: Mapping[str, Any], part: str) -> str | None:
@@ -257,7 +263,10 @@ def advice_text(report: Mapping[str, Any]) -> str | None:
         else:
             label = f"- {label}"
         if entry["instead"]:
-            lines.append(f"{label}: {entry['instead']}")
+            # after ModelMesh's fix, whose command replays timed: the figure here is this untimed run's, said so
+            said = (f"timed, the Bound line of that command's report says whether a replica policy reaches it; as "
+                    f"this run ran, untimed: {entry['instead']}" if first else entry["instead"])
+            lines.append(f"{label}: {said}")
             continue
         if not entry["settings"] and not entry.get("not_moved"):
             lines.append(f"{label}: no setting of {POLICY} to try here")

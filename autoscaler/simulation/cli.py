@@ -17,12 +17,12 @@ from autoscaler.simulation.figures import figure
 from autoscaler.simulation.goal_ceiling import goal_ceiling_text
 from autoscaler.simulation.hpa import SYNC_PERIOD_S
 from autoscaler.simulation.hpa_spec import Behavior
+from autoscaler.simulation.hpa_windows import WINDOWS, with_window
 from autoscaler.simulation.memory_room import ADVICE, LIMITS, SYNTHETIC_ADVICE
 from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.rate_check import DEFAULT_SCALEUP_RPM, RATE_CHECK_S
 from autoscaler.simulation.rerun import Rerun, given_flags
 from autoscaler.simulation.run_size import RunSize, fixed_why, short_of_cache, short_of_requests, sizing
-from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
 from autoscaler.simulation.simulate_args import defaults_parser
 from autoscaler.simulation.simulate_hpa_file import other_bounds, read_hpa_file
 from autoscaler.simulation.simulate_out import (
@@ -140,7 +140,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # numpy and matplotlib come with the `simulate` extra; the adapter's own commands never import them. Imported
     # once the flags, the files beside the trace and the trace's header are read: a refused policy, HPA file,
     # size or header is said at once.
-    from autoscaler.simulation.advice import HPA_WINDOW
     from autoscaler.simulation.cluster import ClusterShape
     from autoscaler.simulation.engine import oracle, simulate
     from autoscaler.simulation.report import build_report
@@ -179,8 +178,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     def replay(setting: Mapping[str, Any], label: str) -> PolicyResult:
         """skew-aware alone, with the advised `setting` changed: the same cluster, bounds and start."""
         changed, hpa = policy, behavior
-        if setting["setting"] == HPA_WINDOW:
-            hpa = SHIPPED_BEHAVIOR
+        if setting["setting"] in WINDOWS:  # that one field of the HPA's behavior, the rest as given
+            hpa = with_window(behavior, setting["setting"], int(setting["try"]))
         else:
             value = int(setting["try"]) if setting["setting"] == "min_replicas" else setting["try"]
             changed = replace(policy, **{setting["setting"]: value})

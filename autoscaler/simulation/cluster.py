@@ -41,6 +41,7 @@ from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.regular_use import RegularUse
 from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove
 from autoscaler.simulation.stuck_copies import StuckCopies
+from autoscaler.simulation.warm_start import busiest_that_fit
 
 WARM_ROUNDS: Final = 64
 """Rounds of routing and rate checks at most to reach the copies a runtime serving the first bucket's load for
@@ -287,15 +288,18 @@ class Cluster:
         self._pending.delayed_loading += requests
         pod.waiting_for_load += requests
 
-    def _rate_check(self, now: float) -> None:
+    def _rate_check(self, now: float, evict: bool = True) -> None:
         interval = now - self._last_check
         self._last_check = now
-        self.copies.rate_check(now, interval, self.pods, self.ready_pods())
+        self.copies.rate_check(now, interval, self.pods, self.ready_pods(), evict)
 
     def warm(self, now: float, models: list[int], rates: list[float]) -> None:
         """Start as a runtime that has served this load for a while: its models (and copies of the hot
-        ones) already loaded, nothing queued, and none of those loads counted."""
+        ones, in the slots left) already loaded, nothing queued, and none of those loads counted. Where the
+        models outnumber the slots, the busiest that fit are the ones held, as LRU caches keep them
+        (warm_start.py); the others' loads are tried, and refused or not, from the trace's first routing on."""
         copies = self.copies
+        models, rates = busiest_that_fit(models, rates, len(self.ready_pods()) * self.shape.cache_models)
         for _ in range(WARM_ROUNDS):  # each round may start copies; load them at once and route again
             self.route(now, models, rates, 0.0)
             for ready in self.ready_pods():
@@ -303,8 +307,10 @@ class Cluster:
                 ready.counted_all = ready.rate * RATE_CHECK_S
                 ready.young.clear()  # copies that have served a while: each has a measure of its bandwidth
             self._last_check = now - RATE_CHECK_S
-            self._rate_check(now)
-            loaded = copies.finish(math.inf, self.pods)  # the copies it started, loaded at once (not counted)
+            # Extra copies take free slots only: every held model is in use, and a runtime whose caches are full
+            # of models in use keeps them before a second copy (the churn limit refuses it anyway, unless 0)
+            self._rate_check(now, evict=False)
+            loaded = copies.finish(math.inf, self.pods, evict=False)  # the copies it started, loaded at once
             for starts in copies.load_start.values():  # loaded long ago, as far as the next round knows
                 for name in starts:
                     starts[name] = -math.inf

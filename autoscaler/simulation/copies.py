@@ -150,8 +150,10 @@ class ModelCopies:
         if not names:
             del self._loading_at[model]
 
-    def finish(self, now: float, pods: Sequence[SimPod]) -> int:
-        """Load the extra copies due by `now` on the pods still there; how many loaded."""
+    def finish(self, now: float, pods: Sequence[SimPod], evict: bool = True) -> int:
+        """Load the extra copies due by `now` on the pods still there; how many loaded. `evict` False: a copy whose
+        pod is full by then is dropped, not loaded over a held model (the warm start's: several copies asked of one
+        pod with one slot free each saw it free, as a copy takes no slot until loaded)."""
         if not self.copying:
             return 0
         by_name = {p.name: p for p in pods}
@@ -160,14 +162,21 @@ class ModelCopies:
             if load.ready_at <= now:
                 self._forget_copy(key)
                 pod = by_name.get(key[1])
-                if pod is not None and key[0] not in pod.cache:
-                    self.load(pod, key[0], now)
-                    loaded += 1
+                if pod is None or key[0] in pod.cache:
+                    continue
+                if not evict and len(pod.cache) >= self.shape.cache_models:
+                    self.load_start.get(key[0], {}).pop(pod.name, None)
+                    continue
+                self.load(pod, key[0], now)
+                loaded += 1
         return loaded
 
-    def rate_check(self, now: float, interval: float, pods: Sequence[SimPod], ready: Sequence[SimPod]) -> None:
+    def rate_check(self, now: float, interval: float, pods: Sequence[SimPod], ready: Sequence[SimPod],
+                   evict: bool = True) -> None:
         """ModelMesh's `rateTrackingTask` (rate_check.py) over the requests each copy on a busy pod took
-        since the last run (`interval` seconds ago): more copies of a model whose copy reached its threshold."""
+        since the last run (`interval` seconds ago): more copies of a model whose copy reached its threshold.
+        `evict` False: a copy goes only where a pod has room, as a full pod under the churn limit takes it (the
+        warm start's, whose held models are all in use: cluster.py)."""
         counted = [p for p in pods if p.counted_all or p.counting_s]
         for pod in counted:
             if pod.counted and pod.counting_s:  # shares changed since the last check: add the current ones up
@@ -183,6 +192,7 @@ class ModelCopies:
                 pod.counted, pod.counting_s = {}, 0.0
             return
         cutoff = recent_load_cutoff(now, interval, self.shape.load_time_s)
+        churn_age = self.shape.min_churn_age_s if evict else math.inf  # inf: every full pod refuses
         rates = [(p.name, p.rate) for p in ready]
         # Per model, the pods whose copy began loading after the cutoff, found once per check: each of a hot
         # model's thousands of copies looked through all the others' (a run of 3,750 pods took minutes a check)
@@ -237,8 +247,7 @@ class ModelCopies:
                     candidates -= sum(1 for name in busy if name not in taken) + len(busy)
                 spares = [p for p in ready if p.name not in taken and p.name not in busy]
                 for _ in range(copies_to_load(rate, limit, candidates, len(ready))):
-                    spare = choose_pod(spares, self.shape.cache_models, now, -NEW_COPY_AHEAD_S,
-                                       self.shape.min_churn_age_s)
+                    spare = choose_pod(spares, self.shape.cache_models, now, -NEW_COPY_AHEAD_S, churn_age)
                     if spare is None:
                         break
                     spares.remove(spare)

@@ -22,11 +22,14 @@ from typing import Final
 
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.simulation.hpa_spec import Behavior
+from autoscaler.simulation.hpa_windows import DOWN_WINDOW, WINDOWS, behavior_yaml, with_window
 from autoscaler.simulation.program import program
 from autoscaler.simulation.standard_input import STDIN
 
 COMPARED: Final = "mean-hpa,skew-aware"
 """The policies a comparison runs: skew-aware, and mean-hpa, which its goal is judged against."""
+BOUND: Final = "fixed-max"
+"""The policy whose run is the report's bound (every pod maxReplicas allows)."""
 
 PATHS: Final = frozenset({"trace"})
 """The flags of `given_flags` that name a file, written absolute."""
@@ -50,25 +53,29 @@ class Rerun:
     policy: RuntimePolicy
     """The policy skew-aware ran: `--config`'s `defaults:`, else the built-in one."""
     behavior: Behavior | None
-    """The HPA behavior skew-aware ran (`--hpa-behavior`'s, else the shipped one)."""
+    """The HPA behavior skew-aware ran (`--hpa-behavior`'s, else the shipped one; None: an HPA without one)."""
 
     def command(self, key: str, value: float) -> str:
-        """The command that runs this trace again with the policy key `key` at `value` (or `hpa_behavior` for the
-        shipped HPA behavior): a shell line, `printf` writing the policy file first, beside the --out it names."""
-        name = f"{key.strip('-')}-{_shown(value)}"
-        out = f"{self.out}-{name}"
+        """The command that runs this trace again with the policy key `key` at `value`, or the HPA window `key`
+        names (hpa_windows.WINDOWS) at `value` seconds: a shell line, `printf` writing the policy file (or the HPA
+        behavior, this run's with that one field changed) first, beside the --out it names."""
         config, behavior = self.config, self.hpa_behavior
-        first = ""
-        if key == "hpa_behavior":
-            behavior, out = None, f"{self.out}-shipped-hpa-behavior"
+        if key in WINDOWS:
+            direction = "scaleDown" if key == DOWN_WINDOW else "scaleUp"
+            out = f"{self.out}-hpa-{direction}-window-{_shown(value)}"
+            behavior = f"{out}.yaml"
+            text = behavior_yaml(with_window(self.behavior, key, int(value)))
         else:
+            out = f"{self.out}-{key.strip('-')}-{_shown(value)}"
             config = f"{out}.yaml"
-            first = f"printf {shlex.quote(policy_yaml(self.policy, key, value))} > {shlex.quote(config)} && "
+            text = policy_yaml(self.policy, key, value)
+        first = f"printf {shlex.quote(text)} > {shlex.quote(f'{out}.yaml')} && "
         return first + shlex.join(self._words(self.given, out, config, behavior))
 
-    def cluster_command(self, name: str, drop: tuple[str, ...]) -> str:
+    def cluster_command(self, name: str, drop: tuple[str, ...], bound: bool = False) -> str:
         """The command that runs this trace again without the flags `drop` (and their values): a change to the
-        cluster both policies run on, named `name` in its --out."""
+        cluster both policies run on, named `name` in its --out; `bound`: fixed-max too, whose Bound line is then
+        the changed cluster's."""
         given: list[str] = []
         words = iter(self.given)
         for word in words:
@@ -77,10 +84,12 @@ class Rerun:
                     next(words, None)
                 continue
             given.append(word)
-        return shlex.join(self._words(tuple(given), f"{self.out}-{name}", self.config, self.hpa_behavior))
+        return shlex.join(self._words(tuple(given), f"{self.out}-{name}", self.config, self.hpa_behavior,
+                                      f"{BOUND},{COMPARED}" if bound else COMPARED))
 
-    def _words(self, given: tuple[str, ...], out: str, config: str | None, behavior: str | None) -> list[str]:
-        words = [*program(), "simulate", *given, "--out", out, "--policies", COMPARED,
+    def _words(self, given: tuple[str, ...], out: str, config: str | None, behavior: str | None,
+               policies: str = COMPARED) -> list[str]:
+        words = [*program(), "simulate", *given, "--out", out, "--policies", policies,
                  "--min-replicas", str(self.min_replicas), "--max-replicas", str(self.max_replicas)]
         if config is not None:
             words += ["--config", config]

@@ -61,6 +61,18 @@ COUNTER_ROWS: Final = 10
 """Rows a model needs before its requests are judged as a counter's running total or not."""
 
 
+MODELMESH_COUNTER: Final = "modelmesh_invoke_model_milliseconds_count"
+"""The counter docs/simulation.md exports: ModelMesh's requests, per pod, labelled `modelId`."""
+
+
+def increase_query(step: str) -> str:
+    """docs/simulation.md's query, its counter `COUNTER`: `sum by (model)` alone, on ModelMesh's counter (labelled
+    `modelId`), summed every model into one series without a `model` label, and the guide's export that a user
+    pasted it into failed (KeyError: 'model') with a trace of its header alone."""
+    return (f'sum by (model) (label_replace(increase(COUNTER{{modelId!=""}}[{step}s]), "model", "$1", "modelId", '
+            f'"(.+)"))')
+
+
 def counter_notes(trace: Trace) -> list[str]:
     """A warning when the models' requests only rise from one row to the next, as a counter's running total
     does: a Prometheus counter (`..._count`, `..._total`) exported without `increase()` replays millions of
@@ -90,8 +102,9 @@ def counter_notes(trace: Trace) -> list[str]:
     return [f"the requests of {int(counting.sum())} of {int(judged.sum())} models only rise from one interval to "
             f"the next (model {trace.models[example]!r}: {values[first]:,.0f} to {values[last]:,.0f}), as a "
             "counter's running total does: if they are one, export the requests in each interval instead (PromQL: "
-            f"sum by (model) (increase(COUNTER[{step}s])) at a query_range step of {step}s (the range the step: a "
-            f"longer one counts each request more than once), each row then holding the interval ending at its "
+            f"{increase_query(step)} at a query_range step of {step}s (the range the step: a longer one counts "
+            f"each request more than once; COUNTER: ModelMesh's {MODELMESH_COUNTER}, whose modelId label_replace "
+            f"copies into the trace's model column), each row then holding the interval ending at its "
             f"time: move every timestamp back {step} s, as a trace's row is the interval starting at its time); if "
             "the traffic does rise all along, ignore this"]
 
@@ -193,10 +206,14 @@ def interval_problem(distinct: np.ndarray, interval: float) -> str | None:
 
 
 def repeated_problem(t: np.ndarray, slot: np.ndarray, model: np.ndarray, models: tuple[str, ...],
-                     spaced: Mapping[str, tuple[str, int]], line_of: Callable[[int], int]) -> str | None:
+                     spaced: Mapping[str, tuple[str, int]], line_of: Callable[[int], int],
+                     requests: Callable[[], np.ndarray] | None = None) -> str | None:
     """The first row repeating a model and interval, how many do, and how to sum them, or None: a converted
     public trace (a function under two triggers, files of two regions pasted together) repeats many, and was told
-    only of the first. `spaced`: names written with spaces around them (as written, and the first line)."""
+    only of the first. `spaced`: names written with spaces around them (as written, and the first line).
+    `requests`: the rows' counts, in the order of `t` (asked for only where rows repeat): where every repeat has
+    the count of the row it repeats, in a few intervals, they are exports joined that overlap (`overlap_text`),
+    not counts to sum."""
     key = slot * len(models)
     key += model
     if len(key) < 2 or bool((key[1:] > key[:-1]).all()):  # rows in order, none repeated: no sorted copy to count
@@ -211,6 +228,30 @@ def repeated_problem(t: np.ndarray, slot: np.ndarray, model: np.ndarray, models:
     if twice in spaced:  # " m0" beside "m0": the line shown reads " m0", the error 'm0'
         written, at = spaced[twice]
         more += f"; model names are read without the spaces around them: {written!r} on line {at} is {twice!r}"
-    return (f"line {line_of(dup)}: model {twice!r} at {moment_text(float(t[dup]))} is listed twice{more} (one row "
-            "per model and interval: sum them first: pandas df.groupby(['timestamp_s', 'model'], as_index=False)"
-            ".sum(); an export per pod: sum by (model) in PromQL)")
+    where = f"line {line_of(dup)}: model {twice!r} at {moment_text(float(t[dup]))} is listed twice{more}"
+    if requests is not None and _overlap(key, t, requests()):
+        return f"{where}{OVERLAP}"
+    return (f"{where} (one row per model and interval: sum them first: pandas df.groupby(['timestamp_s', 'model'], "
+            "as_index=False).sum(); an export per pod: sum by (model) in PromQL)")
+
+
+OVERLAP: Final = (
+    ", each time with the count of the row it repeats: files joined whose ranges overlap (Prometheus's query_range "
+    "includes its end, so a range that ends where the next one starts writes that step into both files); keep one "
+    "row of each (pandas: df.drop_duplicates()), or export each range to end one step before the next one's start "
+    "(END=2025-12-01T23:59:00Z at a 60 s step, then START=2025-12-02T00:00:00Z); summed, those intervals' requests "
+    "would count twice")
+"""What rows repeated exactly, in few intervals, are, and what to do: a reviewer joined two exports as the guide said,
+and the refusal told them to sum the repeated minute, which doubled its requests."""
+
+
+def _overlap(key: np.ndarray, t: np.ndarray, requests: np.ndarray) -> bool:
+    """Whether every repeat of a model and interval has the count of the row it repeats, and the repeats lie in at
+    most half of the trace's timestamps: the boundary of exports joined (one step each, or the stretch two ranges
+    share). An export per pod whose pods' counts happen to agree repeats in nearly every interval, and is summed."""
+    order = np.argsort(key, kind="stable")
+    same = key[order][1:] == key[order][:-1]
+    counts = requests[order]
+    if not bool((counts[1:][same] == counts[:-1][same]).all()):
+        return False
+    return 2 * len(np.unique(t[order][1:][same])) <= len(np.unique(t))

@@ -116,11 +116,11 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
         raise TraceError(f"{name}: {problem}")
     del off
     if lost_rows is None:
-        problem = repeated_problem(t, slot, model, models, spaced, line_of)
+        problem = repeated_problem(t, slot, model, models, spaced, line_of, lambda: _take(counts, rows))
     else:
         kept = np.flatnonzero(~lost_rows)
         problem = repeated_problem(t[kept], slot[kept], model[kept], models, spaced,
-                                   lambda row: line_of(int(kept[row])))
+                                   lambda row: line_of(int(kept[row])), lambda: _take(counts, rows)[kept])
     if problem is not None:
         raise TraceError(f"{name}: {problem}")
     notes: tuple[str, ...] = () if len(gaps) else (

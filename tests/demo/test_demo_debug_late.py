@@ -26,6 +26,7 @@ from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh
 from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, DemoPod, free_port
 from autoscaler.demo.run import Demo
 from autoscaler.names import GROUP_VERSION, ServedMetric
+from tests.demo.demo_output import unwrap
 
 WAITED_S = 0.3
 """How long the demo waits for the stand-in adapter here (its own wait, shortened for the test)."""
@@ -67,7 +68,7 @@ async def test_a_late_debug_answer_says_why_is_unknown_this_time_and_where_the_c
                     await asyncio.gather(hpa, return_exceptions=True)
     finally:
         await runner.cleanup()
-    line = re.search(r"HPA: .*", printed.getvalue())
+    line = re.search(r"HPA: .*", unwrap(printed.getvalue()))
     assert line, printed.getvalue()
     assert "scale down 4 -> 3 (the adapter's /debug did not answer within 0.3 s: why it scaled is unknown this " \
            "time; the count is the metrics API's); removed demo-3 (cost 600;" in line.group(), line.group()

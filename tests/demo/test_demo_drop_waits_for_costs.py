@@ -22,6 +22,7 @@ import pytest
 
 from autoscaler.demo.run import Demo
 from autoscaler.demo.scenario import PHASES
+from tests.demo.demo_output import unwrap
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +41,7 @@ async def test_the_drop_waits_until_the_adapter_ranks_a_pod_the_scale_up_started
             demo.started = time.monotonic() - DROP.starts_at * DURATION  # the drop is due
             await demo.advance(session)
             await demo.report(session)
-            held = printed.getvalue()
+            held = unwrap(printed.getvalue())
             demo.fleet.write_targets()  # the adapter reads the pod at its next refresh, and ranks it
             async with asyncio.timeout(60):
                 while demo.phase is not DROP:
@@ -49,6 +50,6 @@ async def test_the_drop_waits_until_the_adapter_ranks_a_pod_the_scale_up_started
             await demo.report(session)
     assert f"] {HOT.title}\n  replicas 5 (5 ready)" in held, held
     assert "traffic drops once demo-4 has started and the adapter has ranked it (waiting at most 120 s" in held, held
-    after = printed.getvalue()[len(held):]
+    after = unwrap(printed.getvalue())[len(held):]
     assert f"] {DROP.title}\n  replicas 5 (5 ready)" in after, after
     assert "demo-0, demo-1" not in held, "the pods the adapter ranked do not hold the drop"

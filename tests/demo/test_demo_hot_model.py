@@ -23,6 +23,7 @@ from autoscaler.demo.hot_model import fill_least_busy_first, hot_model_pods, pod
 from autoscaler.demo.run import Demo
 from autoscaler.demo.scenario import PHASES, TARGET_RPS_PER_POD
 from exporter import names
+from tests.demo.demo_output import unwrap
 
 HOT, DROP = PHASES[1], PHASES[2]
 
@@ -118,7 +119,7 @@ def test_a_copy_loaded_again_on_an_original_pod_is_served_there() -> None:
             demo.fleet.pods = [p for p in demo.fleet.pods if p.name != gone]
             demo.apply_phase(HOT)
         now[0] += 1.0
-    assert "loads the hot model again on demo-1" in printed.getvalue()
+    assert "loads the hot model again on demo-1" in unwrap(printed.getvalue())
     served = {pod.name: models_served(pod.fake) for pod in demo.fleet.pods}
     for name in ("demo-1", "demo-2", "demo-3"):
         assert hot_model in served[name], (name, served)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from autoscaler.demo.run import Demo
 from autoscaler.demo.scenario import PHASES
+from tests.demo.demo_output import unwrap
 
 
 def printed_while_stepping(duration: float, steps: list[float]) -> tuple[str, list[tuple[float, int]]]:
@@ -32,7 +33,7 @@ def printed_while_stepping(duration: float, steps: list[float]) -> tuple[str, li
             demo.step(elapsed)
             if demo.phase is not before:
                 came.append((elapsed, PHASES.index(demo.phase)))
-    return printed.getvalue(), came
+    return unwrap(printed.getvalue()), came
 
 
 def test_the_hot_model_is_announced_when_it_lands() -> None:

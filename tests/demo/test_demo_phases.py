@@ -18,6 +18,7 @@ from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from autoscaler.demo.fleet import DemoPod
 from autoscaler.demo.run import Demo
 from autoscaler.demo.scenario import PHASES, Phase
+from tests.demo.demo_output import unwrap
 
 HOT, DROP = PHASES[1], PHASES[2]
 
@@ -46,7 +47,7 @@ def play(demo: Demo, pod: DemoPod, checks: list[tuple[float, str]]) -> tuple[lis
             demo.ranked = frozenset({pod.name} if state == RANKED else ())  # as the adapter's /debug last said
             demo.apply_phase(demo.next_phase(elapsed))
             seen.append((elapsed, state, demo.phase))
-    return seen, printed.getvalue()
+    return seen, unwrap(printed.getvalue())
 
 
 @settings(max_examples=300, deadline=None)

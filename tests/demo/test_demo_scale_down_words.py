@@ -23,6 +23,7 @@ from autoscaler.demo.fake_modelmesh_metrics import FakeModelMesh, ModelMeshLoad
 from autoscaler.demo.fleet import DemoPod
 from autoscaler.demo.removals import NOT_RANKED, NOT_READY, Ranking, removal_preview, scale_down
 from autoscaler.demo.run import Demo
+from tests.demo.demo_output import unwrap
 
 
 @pytest.mark.slow
@@ -45,7 +46,7 @@ async def test_a_ready_pod_the_adapter_has_not_ranked_is_removed_saying_so_not_a
             finally:
                 hpa.cancel()
                 await asyncio.gather(hpa, return_exceptions=True)
-    line = re.search(r"HPA: .*", printed.getvalue())
+    line = re.search(r"HPA: .*", unwrap(printed.getvalue()))
     assert line, printed.getvalue()
     assert re.search(r"scale down 5 -> \d \(the adapter's [^()]*\); removed demo-4 \(not ranked yet: no "
                      r"deletion cost, read as 0 as the ReplicaSet does\)", line.group()), line.group()

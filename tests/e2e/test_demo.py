@@ -13,11 +13,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import pytest
 
 from autoscaler.demo.orphans import children
 from autoscaler.demo.workdir_janitor import start_time
+from tests.demo.demo_output import unwrap
 from tests.support.processes import poll, serving_workers
 from tests.support.terminal import ctrl_c_after, ctrl_c_once, moments_of_start_up
 
@@ -37,9 +39,19 @@ def models_only_it_served(held: str) -> int:
 
 
 def workdir_of(output: str) -> str:
-    match = re.search(r"logs in (\S+)/processes\.log", output)
+    """The demo's directory, from the line that opens its output (wrapped or not: `unwrap`)."""
+    match = re.search(r"logs in (\S+)/processes\.log", unwrap(output))
     assert match, output
     return match.group(1)
+
+
+def opening(stdout: IO[str]) -> str:
+    """The demo's output up to the line naming its log: the opening line, wrapped to 80 columns where piped,
+    names the log's path on its second line or third (`workdir_of`)."""
+    said = ""
+    while "/processes.log" not in said and (line := stdout.readline()):
+        said += line
+    return said
 
 
 def command_lines(pattern: str) -> list[tuple[int, str]]:
@@ -126,7 +138,7 @@ def hold_new_exporters(workdir: str, seconds: float, done: threading.Event) -> N
 
 
 @pytest.fixture(scope="module")
-def full_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+def full_run_as_printed(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
     """One whole demo (even load, a hot model, the traffic drop), run once for the tests that read its output:
     a demo takes 40 s to show its scaling, and what they check does not change the run. It runs with settings
     left in the shell that the demo must ignore: the tests of the whole run then show that they change nothing,
@@ -158,6 +170,25 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedPr
             demo.wait(timeout=30)
     return subprocess.CompletedProcess(args, demo.returncode, (output / "stdout").read_text(),
                                        (output / "stderr").read_text())
+
+
+@pytest.fixture(scope="module")
+def full_run(full_run_as_printed: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    """`full_run_as_printed` with each of its lines whole (`unwrap`): the tests read what each line says."""
+    return subprocess.CompletedProcess(full_run_as_printed.args, full_run_as_printed.returncode,
+                                       unwrap(full_run_as_printed.stdout), full_run_as_printed.stderr)
+
+
+def test_every_line_of_a_whole_run_fits_80_columns_where_piped(
+        full_run_as_printed: subprocess.CompletedProcess[str]) -> None:
+    """84 of a run's 262 lines ran past 80 columns, the scale lines and their reasons above all, and an 80-column
+    terminal broke them mid-word (tests/demo/test_demo_line_width.py). Every kind of line comes in a whole run: the
+    scale-ups and -downs with their reasons, the tables with pods starting, the ReplicaSet's order."""
+    printed = full_run_as_printed.stdout
+    assert full_run_as_printed.returncode == 0, full_run_as_printed.stderr
+    assert re.search(r"HPA: .*scale down", unwrap(printed)), printed
+    too_long = [line for line in printed.splitlines() if len(line) > 80]
+    assert too_long == [], "\n".join(too_long)
 
 
 def test_demo_prints_what_the_adapter_serves_and_stops_everything(full_run: subprocess.CompletedProcess[str]) -> None:
@@ -306,8 +337,7 @@ def test_sigterm_stops_the_demo_and_every_process_it_started(signum: signal.Sign
     the exporters running, holding their ports, and the directory with the fake ModelMesh's private key."""
     demo = subprocess.Popen([*DEMO, "--duration", "120"], stdout=subprocess.PIPE, text=True)
     assert demo.stdout is not None
-    first_line = demo.stdout.readline()
-    workdir = workdir_of(first_line)
+    workdir = workdir_of(opening(demo.stdout))
     # the exporters and the adapter are running (the demo starts the adapter last, after a loaded machine's while)
     poll(lambda: "autoscaler.cli serve" in processes_using(workdir), timeout=60)
     demo.send_signal(signum)
@@ -400,7 +430,7 @@ def test_an_adapter_that_stops_ends_the_demo_with_its_reason_keeps_the_log_and_l
     started: dict[int, str] = {}
     try:
         assert demo.stdout is not None
-        workdir = workdir_of(demo.stdout.readline())
+        workdir = workdir_of(opening(demo.stdout))
         adapter = adapter_pid(workdir)
         deadline = time.monotonic() + 45
         log = Path(workdir) / "processes.log"

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_demo import DEMO, adapter_has_started_its_worker, processes_using, workdir_of
+from tests.demo.demo_output import unwrap
+from tests.e2e.test_demo import DEMO, adapter_has_started_its_worker, opening, processes_using, workdir_of
 from tests.support.processes import poll
 from tests.support.terminal import start_in_a_terminal
 
@@ -73,7 +74,7 @@ def test_a_demo_killed_with_sigkill_leaves_no_process_port_or_directory_and_spar
         said = ""
         # The script's line and the demo's "logs in" line come in either order (a reviewer: 3 runs in 8 read the
         # script's first and stopped there): read until both are in.
-        while (not (found := re.search(r"demo (\d+) tail (\d+)", said)) or "logs in " not in said) and (
+        while (not (found := re.search(r"demo (\d+) tail (\d+)", said)) or "/processes.log" not in said) and (
                 line := script.stdout.readline()):
             said += line
         assert found, said
@@ -111,7 +112,7 @@ def test_a_sigkill_to_the_demos_whole_group_leaves_no_directory_of_it(tmp_path: 
     demo = start_in_a_terminal([*DEMO, "--pods", "2", "--duration", "60"], env={"TMPDIR": str(tmp_path)})
     try:
         assert demo.stdout is not None
-        workdir = workdir_of(demo.stdout.readline())
+        workdir = workdir_of(opening(demo.stdout))
         poll(lambda: adapter_has_started_its_worker(demo.pid), timeout=60)
         ports = listening_ports(running_in_group(demo.pid))
         os.killpg(demo.pid, signal.SIGKILL)
@@ -138,10 +139,11 @@ def test_a_run_too_short_to_bring_pods_down_says_why_at_its_end() -> None:
     done = subprocess.run([*DEMO, "--pods", "1", "--duration", "12", "--interval", "6"], capture_output=True,
                           text=True, timeout=180)
     assert done.returncode == 0, done.stderr
-    scaled_down = re.search(r"HPA: .*scale down", done.stdout)
+    said_whole = unwrap(done.stdout)
+    scaled_down = re.search(r"HPA: .*scale down", said_whole)
     said = re.search(r"\n\[ *\d+s\] the run ended \d+ s after the traffic dropped, before the HPA brought pods down: "
                      r"the adapter serves desired_replicas=[0-9.]+ at \d replicas, and falls slowly on purpose "
                      r"\(scale_down_tau_s 5 s\); a longer --duration \(e\.g\. --duration 40\) shows it\n"
                      r"\ndemo finished",
-                     done.stdout)
+                     said_whole)
     assert bool(scaled_down) != bool(said), done.stdout  # a machine fast enough to scale down says nothing

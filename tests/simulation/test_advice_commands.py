@@ -18,9 +18,12 @@ from hypothesis import strategies as st
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.simulation.advice import LEVERS, MIN_REPLICAS
+from autoscaler.simulation.hpa_spec import DEFAULT_BEHAVIOR, Behavior, ScalingPolicy, ScalingRules
+from autoscaler.simulation.hpa_windows import DOWN_WINDOW, WINDOWS
 from autoscaler.simulation.rerun import COMPARED, SET_HERE, Rerun, given_flags
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
 from autoscaler.simulation.simulate_args import add_simulate_arguments
+from autoscaler.simulation.simulate_hpa_file import read_hpa_file
 from exporter.env_flags import FLAG_VALUES
 
 CONFIG_KEYS = sorted(({lever.setting for lever in LEVERS} & {f.name for f in fields(RuntimePolicy)}) - {MIN_REPLICAS})
@@ -79,10 +82,12 @@ def test_the_compare_command_is_this_run_with_only_the_advised_setting_changed(
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(words=argv(), policy=policies)
-def test_the_min_replicas_command_raises_skew_awares_floor_alone_and_the_hpa_command_drops_its_behavior(
+def test_the_min_replicas_command_raises_skew_awares_floor_alone_and_the_hpa_command_changes_one_window(
         tmp_path: Path, words: list[str], policy: RuntimePolicy) -> None:
     """Advised as `--min-replicas 4`, the compare run raised mean-hpa's floor too, and its ratio read 0.954x where
-    skew-aware's delays fell 6x: the floor is now the policy file's, the HPA's minReplicas (mean-hpa's) as run."""
+    skew-aware's delays fell 6x: the floor is now the policy file's, the HPA's minReplicas (mean-hpa's) as run. The
+    scale-down window's command dropped --hpa-behavior, the user's scale-up window with it: it now writes their
+    behavior (here none: the API server's defaults for the rest) with that window alone changed."""
     args = parser().parse_args(words)
     rerun = Rerun(given_flags(args, parser()), "out", "their policy.yaml", "their hpa.yaml", 2, 9, policy, None)
     write, run = rerun.command(MIN_REPLICAS, 4).split(" && ")
@@ -91,9 +96,35 @@ def test_the_min_replicas_command_raises_skew_awares_floor_alone_and_the_hpa_com
     assert (more.hpa_behavior, more.min_replicas) == (Path("their hpa.yaml"), 2)
     assert load_policy_book(tmp_path / more.config, announce=False).defaults == replace(policy, min_replicas=4)
     assert_same_run(args, more)
-    shipped = parser().parse_args(shlex.split(rerun.command("hpa_behavior", 0))[2:])
-    assert (shipped.config, shipped.hpa_behavior) == (Path("their policy.yaml"), None)
-    assert_same_run(args, shipped)
+    write, run = rerun.command(DOWN_WINDOW, 0).split(" && ")
+    subprocess.run(["bash", "-c", write], cwd=tmp_path, check=True)
+    window = parser().parse_args(shlex.split(run)[2:])
+    assert window.config == Path("their policy.yaml")
+    assert read_hpa_file(tmp_path / window.hpa_behavior)[0] == replace(
+        DEFAULT_BEHAVIOR, scale_down=replace(DEFAULT_BEHAVIOR.scale_down, stabilization_window_s=0))
+    assert_same_run(args, window)
+
+
+rules = st.builds(ScalingRules, st.integers(0, 3600), st.sampled_from(["Max", "Min", "Disabled"]),
+                  st.lists(st.builds(ScalingPolicy, st.sampled_from(["Pods", "Percent"]), st.integers(1, 1000),
+                                     st.integers(1, 1800)), min_size=1, max_size=3).map(lambda p: tuple(sorted(p))),
+                  st.none() | st.floats(0.0, 2.0) | st.sampled_from([0.05, 0.1, 1e-05]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(behavior=st.builds(Behavior, rules, rules), setting=st.sampled_from(WINDOWS), seconds=st.integers(0, 3600))
+def test_the_hpa_window_command_writes_the_users_behavior_with_that_window_alone_changed(
+        tmp_path: Path, behavior: Behavior, setting: str, seconds: int) -> None:
+    """A reviewer's 600 s scale-up window went with the scale-down window the advice named: every other field of
+    their behavior, tolerances to the digit, is read back from the file the command writes as it was."""
+    rerun = Rerun(("--synthetic",), "out", None, "their hpa.yaml", 1, 9, RuntimePolicy(), behavior)
+    write, run = rerun.command(setting, seconds).split(" && ")
+    subprocess.run(["bash", "-c", write], cwd=tmp_path, check=True)
+    again = parser().parse_args(shlex.split(run)[2:])
+    read = read_hpa_file(tmp_path / again.hpa_behavior)[0]
+    direction = "scale_down" if setting == DOWN_WINDOW else "scale_up"
+    changed = replace(getattr(behavior, direction), stabilization_window_s=seconds)
+    assert read == replace(behavior, **{direction: changed})
 
 
 def assert_same_run(args: argparse.Namespace, again: argparse.Namespace) -> None:
