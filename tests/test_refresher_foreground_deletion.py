@@ -13,11 +13,9 @@ pod discovery, the scrape source and the refresher, and an exporter on a real so
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import AsyncIterator
 
 import pytest
-from aiohttp import web
 from kubernetes.aio.client import Configuration
 from pytest_aiohttp import AiohttpServer
 
@@ -28,7 +26,7 @@ from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.kube_pods import KubePodDiscovery
 from autoscaler.sources.scrape import ScrapeSource
 from tests.fakes.kube import FakeKubeApi
-from tests.support.exporter_texts import load_lines
+from tests.support.fresh_exporter import exporter_port
 from tests.support.waiting import eventually
 
 NS = "modelmesh-serving"
@@ -40,18 +38,6 @@ VALUES_KNOWN = "modelmesh_autoscaler_runtime_values_known"
 async def kube() -> AsyncIterator[FakeKubeApi]:
     async with FakeKubeApi() as server:
         yield server
-
-
-async def exporter_port(aiohttp_server: AiohttpServer) -> int:
-    """The port of an exporter on 127.0.0.1 that answers with fresh load data."""
-    async def metrics(request: web.Request) -> web.Response:
-        return web.Response(text="\n".join(load_lines(time.time())) + "\n")
-
-    app = web.Application()
-    app.router.add_get("/metrics", metrics)
-    server = await aiohttp_server(app)
-    assert server.port is not None
-    return server.port
 
 
 async def test_a_runtime_deleted_in_the_foreground_is_said_as_being_deleted_not_as_failing(

@@ -26,6 +26,7 @@ from exporter.collectors.modelmesh import ModelMeshCollector
 from exporter.pod_identity import PodIdentity
 from exporter.settings import ExporterSettings
 from tests.exporter.modelmesh_wire import MetricsPort, ModelMeshContainer
+from tests.support.exporter_texts import served_models_count
 
 AiohttpClient = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
 START = 1_800_000_000.0
@@ -76,10 +77,6 @@ async def modelmesh() -> AsyncIterator[tuple[ModelMeshContainer, MetricsPort]]:
     await port.down()
 
 
-def served_models(text: str) -> int:
-    return sum(line.startswith(names.MODEL_LAST_SERVED_TIMESTAMP + "{") for line in text.splitlines())
-
-
 async def test_healthz_and_other_scrapes_answer_while_the_models_are_rendered(
         aiohttp_client: AiohttpClient, modelmesh: tuple[ModelMeshContainer, MetricsPort], held: HeldRender) -> None:
     mm, port = modelmesh
@@ -109,4 +106,4 @@ async def test_healthz_and_other_scrapes_answer_while_the_models_are_rendered(
 
     assert held.events == ["render started", "healthz answered 200", "render let go", "scrapes answered [200, 200]"]
     for response in responses:
-        assert served_models(await response.text()) == MODELS
+        assert served_models_count(await response.text()) == MODELS

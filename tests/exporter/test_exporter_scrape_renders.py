@@ -24,6 +24,7 @@ from exporter.collectors.modelmesh import ModelMeshCollector
 from exporter.pod_identity import PodIdentity
 from exporter.settings import ExporterSettings
 from tests.exporter.modelmesh_wire import MetricsPort, ModelMeshContainer
+from tests.support.exporter_texts import served_models_count
 
 AiohttpClient = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
 MODELS = 2_000
@@ -63,10 +64,6 @@ async def container() -> AsyncIterator[tuple[ModelMeshContainer, MetricsPort]]:
     await port.down()
 
 
-def served_models(text: str) -> int:
-    return sum(line.startswith(names.MODEL_LAST_SERVED_TIMESTAMP + "{") for line in text.splitlines())
-
-
 async def scrape(client: TestClient[web.Request, web.Application], accept: str | None, gzipped: bool) -> str:
     headers = {"Accept-Encoding": "gzip" if gzipped else "identity"}
     if accept is not None:
@@ -101,7 +98,7 @@ async def test_scrapes_between_two_reads_render_the_models_once_per_format(
     # 40 scrapes in 2 formats (gzip or not): ModelMesh's families rendered at most once a format, not once a scrape
     assert renders.count <= 2
     for text in texts:
-        assert served_models(text) == MODELS
+        assert served_models_count(text) == MODELS
         # the adapter's fast reader finds the pod's family last, and the clock is this scrape's
         assert [line for line in text.splitlines() if line and not line.startswith("#")][-1].startswith(
             names.POD_INFO + "{")

@@ -16,13 +16,11 @@ source, the refresher and the external metrics API read over HTTP; an exporter o
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from aiohttp import web
 from aiohttp.test_utils import TestClient
 from kubernetes.aio.client import Configuration
 from pytest_aiohttp import AiohttpServer
@@ -37,7 +35,7 @@ from autoscaler.sources.kube_pods import KubePodDiscovery
 from autoscaler.sources.scrape import ScrapeSource
 from tests.fakes.kube import FakeKubeApi
 from tests.fakes.kube.faults import HeldAnswer
-from tests.support.exporter_texts import load_lines
+from tests.support.fresh_exporter import exporter_port
 from tests.support.waiting import eventually
 from tests.support.watch_bars import watches_judged
 
@@ -96,18 +94,6 @@ class Adapter:
         held.release()
         await self.kube.wait_for_watches(1, "pods")
         await eventually(lambda: self.pod_watch_open() and self.discovery.healthy)
-
-
-async def exporter_port(aiohttp_server: AiohttpServer) -> int:
-    """The port of an exporter on 127.0.0.1 that answers with fresh load data."""
-    async def metrics(request: web.Request) -> web.Response:
-        return web.Response(text="\n".join(load_lines(time.time())) + "\n")
-
-    app = web.Application()
-    app.router.add_get("/metrics", metrics)
-    server = await aiohttp_server(app)
-    assert server.port is not None
-    return server.port
 
 
 @pytest.fixture(params=sorted(PODS_PATHS))

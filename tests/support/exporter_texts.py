@@ -40,3 +40,8 @@ def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
                         created_at: float | None = None) -> PodSample:
     """The signals of one pod (`read_exporter_text`, without the clock offset)."""
     return read_exporter_text(text, pod, ready, scraped_at, created_at).sample
+
+
+def served_models_count(text: str) -> int:
+    """How many models an exporter's answer publishes as recently served (one last-served series each)."""
+    return sum(line.startswith(names.MODEL_LAST_SERVED_TIMESTAMP + "{") for line in text.splitlines())
