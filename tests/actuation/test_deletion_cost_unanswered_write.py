@@ -153,6 +153,9 @@ FATES = st.lists(st.none() | st.sampled_from([-1, 0, 1, 4, 40, 200]), max_size=3
 @settings(max_examples=100, deadline=None)
 @given(st.lists(RANKING, min_size=1, max_size=12), FATES)
 @example([(900, 500, 0), (100, 500, 0)], [None, None, None, 0])  # the test above, in the stand-in
+# The wanted cost 100 -> 0 -> 100 while the PATCH of 0 goes unanswered and lands late: a pod carrying 100 again
+# is not settled while that PATCH may still land (found in CI against 6027899c, since reverted).
+@example([(100, 0, 0), (0, 0, 0), (100, 0, 0)], [0, None, None, 40])
 def test_no_write_of_the_leaders_own_answered_or_not_is_said_as_another_writers(
         rankings: list[tuple[int, ...]], fates: list[int | None]) -> None:
     assert asyncio.run(unanswered(rankings, fates)) == []
