@@ -209,9 +209,12 @@ class DeletionCostWriter:
         # `WrittenCosts`, on the loop). The thread plans and takes out the records
         # of pods gone or created again; their metrics series are removed here, on the loop that renders
         # /metrics.
-        gone, patches, carried = await asyncio.to_thread(self._plan, views, now, held)
+        failing = self._patches.news.open_pods()  # read on the loop, which the news is kept on
+        gone, settled, patches, carried = await asyncio.to_thread(self._plan, views, now, held, failing)
         publish(self._metrics, carried)  # before this pass's writes: each that goes through sets its pod's at once
         self._drop(gone)
+        for pod in settled:
+            self._patches.news.carried(pod)
         patches = self._due.skip_costs_in_place(patches, now)
         generation = self._generation
         sent = await self._patches.write(patches[: self.settings.batch_size],
@@ -220,12 +223,15 @@ class DeletionCostWriter:
         self._metrics.deletion_cost_passes.inc()
         return sent
 
-    def _plan(self, views: Mapping[RuntimeKey, RuntimeView], now: float, held: frozenset[RuntimeKey]
-              ) -> tuple[list[tuple[PodId, PodRecord]], list[PodPatch], dict[PodId, int]]:
-        """In the pass's thread: the records taken out and the patches due (`DuePatches.plan`), and the cost each
-        pod carries now (`deletion_cost_carried`)."""
+    def _plan(self, views: Mapping[RuntimeKey, RuntimeView], now: float, held: frozenset[RuntimeKey],
+              failing: frozenset[PodId]
+              ) -> tuple[list[tuple[PodId, PodRecord]], list[PodId], list[PodPatch], dict[PodId, int]]:
+        """In the pass's thread: the records taken out, the pods of `failing` found carrying the cost wanted
+        (`DuePatches.settle_carried`, before planning: nothing is due for them), the patches due
+        (`DuePatches.plan`), and the cost each pod carries now (`deletion_cost_carried`)."""
+        settled = self._due.settle_carried(views, failing, now)
         gone, patches = self._due.plan(views, now, held)
-        return gone, patches, carried_costs(self._memory, views, self._namespaces)
+        return gone, settled, patches, carried_costs(self._memory, views, self._namespaces)
 
     def _drop(self, gone: list[tuple[PodId, PodRecord]]) -> None:
         """Forget pods whose records the plan took out: their series and any failure they held open."""

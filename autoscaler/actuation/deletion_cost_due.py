@@ -12,6 +12,7 @@ carrying something else (`skip_costs_in_place`).
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Collection, Mapping
 
 from autoscaler.actuation.deletion_cost_foreign import ForeignCosts
@@ -87,6 +88,39 @@ class DuePatches:
                      len(recreated), few([f"{ns}/{name}" for ns, name in recreated]))
         return gone, plan_patches(views, self._foreign.as_on_pods(now), self._urgent(views) | held, now,
                                   min_interval_s=self._min_interval_s, max_interval_s=self._max_interval_s)
+
+    def settle_carried(self, views: Mapping[RuntimeKey, RuntimeView], failing: Collection[PodId],
+                       now: float) -> list[PodId]:
+        """The pods of `failing` (a write that failed, not yet made good) that carry the cost wanted now, as
+        discovery's pod watch shows it; their records count as written now, their failure over.
+
+        A refused write of a cost no longer wanted (the pod's need moved back to the bucket already on it) has
+        nothing left to write: its failure stayed open until its retry, up to 5 minutes on (or for good where a
+        Lease hand-over came first), so the refusal was never said to be over, a new refusal in its namespace was
+        taken for the one already warned about (at DEBUG), and the retry PATCHed what the pod carried. Only a pod
+        the writer would write now (Ready, fresh, its runtime's values known) has a cost wanted. A pod with a PATCH
+        of another value still unanswered is not settled: that PATCH may yet land, and it is this replica's own
+        (`PodRecord.unanswered`, which settling would forget: it was then said as another writer's); its retry
+        writes the cost wanted over it."""
+        memory = self._memory
+        if not failing or memory.cluster is None:
+            return []
+        namespaces = {namespace for namespace, _ in failing}
+        settled: list[PodId] = []
+        for key, view in views.items():
+            if key.namespace not in namespaces or not view.known:
+                continue
+            for name, ready, fresh, cost in view.pods.deletion_costs():
+                pod = (key.namespace, name)
+                record = memory.records.get(pod)
+                if (pod not in failing or record is None or cost is None or not ready or not fresh
+                        or memory.on_pod(pod) != str(cost) or any(sent != cost for sent in record.unanswered)):
+                    continue
+                record.cost, record.written_at, record.uid, record.echoed = cost, now, memory.uid(pod), True
+                record.retry_at, record.refused, record.unanswered = -math.inf, None, ()
+                record.in_a_row.reset()
+                settled.append(pod)
+        return settled
 
     def skip_costs_in_place(self, patches: list[PodPatch], now: float) -> list[PodPatch]:
         """The patches without those whose cost the pod already carries, as discovery's pod watch last saw it.
