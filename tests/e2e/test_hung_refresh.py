@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import data_path_running
+from tests.support.fork_server import command_line
 from tests.support.processes import http_get, poll
 
 pytestmark = pytest.mark.slow
@@ -60,7 +61,7 @@ def refresh_process(adapter_url: str) -> int:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                command = (entry / "cmdline").read_bytes().split(b"\0")
+                command = command_line(int(entry.name))  # (a forked test server's as it was asked)
             except OSError:
                 continue
             if b"autoscaler.cli" in command and listen in command:

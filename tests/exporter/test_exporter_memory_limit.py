@@ -148,7 +148,8 @@ def peak_resident_reading(url: str, tmp_path: Path, models: int) -> int:
     args = ["exporter.cli", "--listen", f"127.0.0.1:{port}", "--no-gpu", "--modelmesh-url", url,
             "--modelmesh-timeout", "30", "--modelmesh-interval", "1", "--load-window", "30"]
     success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="modelmesh"}}'
-    with running(args, f"http://127.0.0.1:{port}/healthz", tmp_path / "exporter.log") as exporter:
+    # A fresh interpreter (fork=False): one forked from the tests' warm one starts with its imports resident
+    with running(args, f"http://127.0.0.1:{port}/healthz", tmp_path / "exporter.log", fork=False) as exporter:
         first = poll(lambda: [line for line in http_get(f"http://127.0.0.1:{port}/metrics", timeout=30)[1]
                               .splitlines() if line.startswith(success)], timeout=120)
         poll(lambda: [line for line in http_get(f"http://127.0.0.1:{port}/metrics", timeout=30)[1].splitlines()

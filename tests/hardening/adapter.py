@@ -46,11 +46,11 @@ def write_targets(path: Path, urls: Sequence[str], names: Sequence[str] | None =
 
 @contextmanager
 def adapter_running(workdir: Path, exporter_urls: Sequence[str], args: Sequence[str] = (),
-                    log_name: str = "adapter.log") -> Iterator[Adapter]:
+                    log_name: str = "adapter.log", fork: bool = True) -> Iterator[Adapter]:
     port = free_port()
     targets = write_targets(workdir / "targets.yaml", exporter_urls)
     log = workdir / log_name
     with running(["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}",
                   "--targets", str(targets), *args],
-                 f"https://127.0.0.1:{port}/healthz", log) as process:
+                 f"https://127.0.0.1:{port}/healthz", log, fork=fork) as process:
         yield Adapter(f"https://127.0.0.1:{port}", port, log, process)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from tests.support.fork_server import fork_server, forkable
 from tests.support.port_owner import someone_else_listens
 from tests.support.ports import free_port as free_port  # re-exported: servers started here need one
 
@@ -110,20 +111,25 @@ it started serving to discover its one runtime, and the test's 30 s wait for a s
 (`test_scale_seams`, only under load). `test_workers` starts its adapter with the flag and checks the niceness."""
 
 
-def start(module_args: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """Start `python -m <module_args>` with its output going to `log`."""
+def start(module_args: list[str], log: Path, env: dict[str, str] | None = None,
+          fork: bool = True) -> subprocess.Popen[bytes]:
+    """Start `python -m <module_args>` with its output going to `log`: forked from this test process's warm
+    interpreter (`tests.support.fork_server`, half a second of CPU less) unless `fork` is False (a test that
+    measures the process's memory) or its environment must be settled at an interpreter's start."""
+    environment = {**os.environ, **TEST_PROCESS_ENV, **(env or {})}
+    if fork and forkable(environment) and (server := fork_server()) is not None:
+        return server.spawn(module_args, log, environment)
     with open(log, "ab") as output:
         return subprocess.Popen(
-            [sys.executable, "-m", *module_args], stdout=output, stderr=subprocess.STDOUT,
-            env={**os.environ, **TEST_PROCESS_ENV, **(env or {})},
+            [sys.executable, "-m", *module_args], stdout=output, stderr=subprocess.STDOUT, env=environment,
         )
 
 
 @contextmanager
 def running(module_args: list[str], ready_url: str, log: Path,
-            env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
-    """Run `python -m <module_args>` until the block ends; its output goes to `log`."""
-    process = start(module_args, log, env)
+            env: dict[str, str] | None = None, fork: bool = True) -> Iterator[subprocess.Popen[bytes]]:
+    """Run `python -m <module_args>` until the block ends; its output goes to `log` (`fork`: as for `start`)."""
+    process = start(module_args, log, env, fork)
     try:
         wait_until_answers(ready_url, process, log)
         yield process
