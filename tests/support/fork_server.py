@@ -123,6 +123,7 @@ class ForkServer:
 
     def spawn(self, module_args: list[str], log: Path, env: Mapping[str, str]) -> ForkedProcess:
         """`python -m <module_args>`, its output appended to `log`, forked from the server."""
+        log.touch()  # there when this returns, as where Popen opens it: a test may read it at once
         request = {"module": module_args[0], "args": module_args[1:], "log": str(log), "env": dict(env),
                    "cwd": os.getcwd()}
         with self._lock:
