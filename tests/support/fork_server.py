@@ -93,8 +93,7 @@ class ForkServer:
 
     def __init__(self) -> None:
         ours, theirs = socket.socketpair()
-        self._socket = ours
-        self._process = subprocess.Popen(
+        self._process = subprocess.Popen(  # held for the life of this process; it ends when `ours` closes
             [sys.executable, "-m", __name__, str(theirs.fileno())], pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         theirs.close()
