@@ -176,7 +176,10 @@ async def test_prometheus_reads_the_modelmesh_request_rate_through_the_exporter(
         )
         # Prometheus still sees the last good rate, not a zero.
         kept = await prometheus.query(names.REQUESTS_PER_SECOND)
-        assert near(120.0)(kept)
+        # Within 30%: the rate the exporter last computed spans its 3 s load window, whose last read a loaded
+        # machine may stamp half a second after ModelMesh counted (CI kept 102; made to fail, 97, by stalling the
+        # exporter 0.6 s before it stamps each read from 1 s before the garbage); zero or the old 40 is far off.
+        assert near(120.0, 0.3)(kept), kept
         errors = await prometheus.query(f'{names.SCRAPE_ERRORS_TOTAL}{{collector="modelmesh",reason="parse"}}')
         assert (single_value(errors) or 0.0) >= 1.0
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from kubernetes.aio.client import ApiClient, Configuration, CoreV1Api
+from kubernetes.aio.client import ApiClient, Configuration
 
 from autoscaler.kube.backoff import exponential_delay
 from autoscaler.kube.list_watch import ListWatch
@@ -66,6 +66,10 @@ async def api(kube: FakeKubeApi) -> AsyncIterator[ApiClient]:
 
 
 def pods_of(api: ApiClient) -> Callable[..., Awaitable[aiohttp.ClientResponse]]:
+    # Imported here: the generated CoreV1Api module takes 1-3 s of a CPU to import, which every xdist worker paid
+    # at collection, where only the one running this file needs it.
+    from kubernetes.aio.client import CoreV1Api
+
     def endpoint(**options: Any) -> Awaitable[aiohttp.ClientResponse]:
         return CoreV1Api(api).list_namespaced_pod_without_preload_content(NS, **options)
 
