@@ -7,9 +7,11 @@ or a new replica: a process with no memory), read through the real `kubectl get 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,6 +58,23 @@ def until(kubeconfig: Path, condition: Callable[[Callable[[Path, str], float | N
     poll(lambda: condition(read), timeout=timeout)
 
 
+def grace_surely_on_until(kubeconfig: Path, pid: int) -> float:
+    """A time before which an answer of the adapter `pid` surely came within its warm-up grace. The grace runs
+    from the runtime's first refresh, after the process started, so the process's start plus the grace is one
+    such time: where the start took more than the grace (a run at -n 10: no reading in that window), /debug's
+    refresh time plus the seconds of grace it says are left (rounded: less 1 s) is a later one. (It was the test's
+    own clock after start-up less 2 s; three kubectl runs on a loaded machine took the last reading of that window
+    past the grace.)"""
+    def warming() -> dict[str, Any] | None:
+        code, debug = get_raw(kubeconfig, "/debug/runtimes/default/modelmesh-serving-demo")
+        return debug if code == 0 and debug.get("warming_up") else None
+
+    debug = poll(warming, timeout=30)
+    left = re.search(r"in (\d+) s \(warmup_grace_s\)", str(debug["warming_up"]))
+    assert left, debug
+    return max(started_at(pid) + GRACE_S, float(debug["refreshed_at"]) + int(left.group(1)) - 1.0)
+
+
 def test_adapter_restarted_while_the_hot_pods_exporter_is_down_serves_nothing_lower(tmp_path: Path) -> None:
     gpus = []
     for i in range(4):
@@ -79,10 +98,7 @@ def test_adapter_restarted_while_the_hot_pods_exporter_is_down_serves_nothing_lo
             "--refresh-interval", "1", "--window", "3", "--config", str(policy_file),
         ]) as restarted:
             kubeconfig = write_kubeconfig(tmp_path / "second" / "kubeconfig", restarted.url)
-            # The grace runs from the runtime's first refresh, after the process started: an answer back before
-            # this was given within it. (It was the test's own clock after start-up less 2 s; three kubectl runs
-            # on a loaded machine took the last reading of that window past the grace.)
-            grace_over_by = started_at(restarted.process.pid) + GRACE_S
+            grace_over_by = grace_surely_on_until(kubeconfig, restarted.process.pid)
             seen: list[dict[str, float | None]] = []
             warming: list[dict[str, float | None]] = []  # read in the grace period, for sure
             while time.time() < grace_over_by:  # warming up: the hot pod was never seen fresh

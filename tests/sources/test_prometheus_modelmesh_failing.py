@@ -65,23 +65,28 @@ async def test_a_modelmesh_that_fails_after_a_good_read_is_named_as_why_the_pod_
                          gpus=[0.5], last_success=at),
         *modelmesh_collector("a-2", at, 1.0, http=1),  # failed once, long ago: its last read was good
     ])
-    # Ours is Prometheus's clock as the refreshes start: from `now` (before the backfill and the start, which take
-    # over a second on a loaded machine) the source measured Prometheus's clock as that far ahead, and moved the
-    # last good read back by it (2 s in a CI run on 7 December)
+    # Ours is Prometheus's clock at each read: the source takes a Prometheus whose time() is over a second from
+    # ours for a clock that is off, and moves the times it reads back by the difference. A clock set once before
+    # the backfill and Prometheus's start, and later once before the served app's start, were 2 s behind on a
+    # loaded machine (two CI runs on 7 December: the last good read 2 s early; made to fail with a 2 s stall
+    # after the app's start), so it is set again as each read starts.
     clock = SteppedClock(time.time())
     source = PrometheusSource(two_pods(TRITON), prom.url, clock=clock)
     sources.append(source)
     refresher, client = await served_source(source, clock, aiohttp_client)
     with caplog.at_level(logging.INFO, logger=source_module.__name__):
+        clock.now = first = time.time()
         await refresher.refresh_once()
-        await refresher.refresh_once()  # (the same instant: Prometheus's clock is ours)
+        clock.now = time.time()
+        await refresher.refresh_once()
 
     [problem] = await source_problems(client)
-    assert (problem["pod"], problem["reason"], problem["since"]) == ("a-1", "garbage", rfc3339(clock.now)), problem
+    assert (problem["pod"], problem["reason"], problem["since"]) == ("a-1", "garbage", rfc3339(first)), problem
     assert f"{SAID} {rfc3339(last_read)} (connect: 3, http: 12 failed reads; " in problem["detail"], problem
     assert source.errors[REASON_GARBAGE] == 2, source.errors  # counted at each refresh
     said = [record.getMessage() for record in caplog.records if "cannot read ModelMesh" in record.getMessage()]
     assert len(said) == 1 and "team-a/a-1" in said[0], said  # said once
+    clock.now = time.time()
     [snapshot] = await source.collect(clock.now)
     held = next(pod for pod in snapshot.pods if pod.name == "a-1")
     assert (held.requests_per_second, held.sampled_at) == (12.5, last_read), held  # its values as ever
