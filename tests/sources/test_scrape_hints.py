@@ -37,9 +37,13 @@ async def serve(aiohttp_server: AiohttpServer, handler: Handler, tls: ssl.SSLCon
 
 async def said(url: str, ssl_context: ssl.SSLContext | None = None, *, timeout_s: float = 5.0,
                deadline_s: float = 15.0) -> tuple[str, str]:
-    """(reason, detail) of one failed scrape of `url`, as /debug shows it."""
+    """(reason, detail) of one failed scrape of `url`, as /debug shows it. The connection may take all of
+    `timeout_s`: at the adapter's 1 s for connecting (a dropped packet's hint), a loaded machine that stalled this
+    process for a second during a TLS handshake with its own in-process server read as a timeout (a CI run;
+    made to fail by stalling 1.5 s after the connect)."""
     source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, (PodTarget("p-0", True, url),))]),
-                          timeout_s=timeout_s, deadline_s=deadline_s, ssl_context=ssl_context)
+                          timeout_s=timeout_s, deadline_s=deadline_s, ssl_context=ssl_context,
+                          connect_timeout_s=timeout_s)
     try:
         await source.collect(1_700_000_000.0)
         [problem] = source.problems(KEY)
